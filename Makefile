@@ -1,0 +1,66 @@
+# trainium.eks developer entry points. `make help` lists them.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= $(CURDIR)/.venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-requirements
+export PATH := $(BIN):$(PATH)
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+
+.PHONY: help setup lock lint sanity units integration molecule build test site rehearsal-up rehearsal-down changelog clean
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
+
+$(STAMP): requirements.txt
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --require-hashes --no-deps -r requirements.txt
+	@touch $(STAMP)
+
+.collections/ansible_collections/trainium/eks:
+	@mkdir -p .collections/ansible_collections/trainium
+	@ln -sfn ../../.. .collections/ansible_collections/trainium/eks
+
+setup: $(STAMP) .collections/ansible_collections/trainium/eks ## Virtualenv with every pinned dependency (idempotent)
+	@echo "setup: $$($(BIN)/ansible --version | head -1), collections linked under .collections/"
+
+lock: ## Re-resolve requirements.in into requirements.txt with hashes
+	$(BIN)/pip-compile --quiet --no-emit-find-links --generate-hashes --allow-unsafe --strip-extras --output-file requirements.txt requirements.in
+
+lint: setup ## ansible-lint (production profile) and yamllint
+	$(BIN)/yamllint --strict .
+	$(BIN)/ansible-lint
+
+sanity: setup ## ansible-test sanity from an ansible_collections/trainium/eks copy
+	tools/sanity.sh
+
+units: setup ## Unit tests (no services)
+	$(BIN)/pytest tests/unit
+
+integration: setup ## Integration tests against the rehearsal services
+	tools/with-rehearsal.sh $(BIN)/pytest tests/integration
+
+molecule: setup ## Molecule scenarios against the rehearsal services
+	tools/with-rehearsal.sh $(BIN)/molecule test --all
+
+build: setup ## Build the collection, install the tarball elsewhere, run a playbook from it
+	tools/build-check.sh
+
+test: setup ## Every suite; the test command README gives
+	tools/run-tests.sh
+
+site: setup ## Run site.yml on the local rehearsal (starts it when needed)
+	tools/rehearsal/rehearsal.sh up
+	source .rehearsal/env.sh && $(BIN)/ansible-playbook site.yml -i inventories/local
+
+rehearsal-up: setup ## Start the local rehearsal services
+	tools/rehearsal/rehearsal.sh up
+
+rehearsal-down: ## Stop the local rehearsal services
+	tools/rehearsal/rehearsal.sh down
+
+changelog: setup ## Lint the changelog fragments
+	$(BIN)/antsibull-changelog lint
+
+clean: ## Remove build output (keeps the virtualenv)
+	rm -rf .build tests/output *.tar.gz

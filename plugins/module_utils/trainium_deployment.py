@@ -1,0 +1,332 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the trainium.eks project
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Validation and placement rules for a trainium.eks deployment.
+
+``deployment_errors`` checks the user-facing ``trainium_*`` variables without
+calling AWS. ``place_node_pools`` decides the availability zone of every node
+pool from the facts ``trainium_capacity_info`` returned, and ``job_fit_errors``
+checks that the training job fits the pools. Every message names the
+variable, the value it had and what is allowed.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_facts import USABLE_RESERVATION_STATES
+
+TRAINIUM_INSTANCE_TYPES = ("trn1.2xlarge", "trn1.32xlarge", "trn1n.32xlarge", "trn2.48xlarge")
+KUBERNETES_VERSIONS = ("1.31", "1.32", "1.33", "1.34", "1.35")
+CAPACITY_TYPES = ("ON_DEMAND", "SPOT", "CAPACITY_BLOCK")
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+FSX_DEPLOYMENT_TYPES = ("SCRATCH_2", "PERSISTENT_1", "PERSISTENT_2")
+FSX_THROUGHPUT = {"PERSISTENT_1": (50, 100, 200), "PERSISTENT_2": (125, 250, 500, 1000), "SCRATCH_2": ()}
+PRECISIONS = ("bf16", "fp32")
+SEQUENCE_LENGTHS = (128, 512)
+MAX_POOLS = 10
+MAX_NODES_PER_POOL = 100
+MAX_FSX_GIB = 2400 * 1000
+
+CLUSTER_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,38}[A-Za-z0-9]$")
+REGION_RE = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]$")
+DNS_LABEL_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+ZONE_NAME_RE = re.compile(r"^[a-z]{2}(-gov)?-[a-z]+-[0-9][a-z]$")
+ZONE_ID_RE = re.compile(r"^[a-z]{3,5}[0-9]-az[0-9]+$")
+RESERVATION_RE = re.compile(r"^cr-[0-9a-f]{8,17}$")
+ECR_REPO_RE = re.compile(r"^(?:[a-z0-9]+(?:[._-][a-z0-9]+)*/)*[a-z0-9]+(?:[._-][a-z0-9]+)*$")
+IMAGE_TAG_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")
+PINNED_IMAGE_RE = re.compile(r"^[a-z0-9.-]+(?::[0-9]+)?/[a-z0-9._/-]+(?::[A-Za-z0-9_][A-Za-z0-9._-]{0,127})?(?:@sha256:[0-9a-f]{64})?$")
+S3_URL_RE = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[^\s]*)?$")
+DATASET_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+LABEL_KEY_RE = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+LABEL_VALUE_RE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
+
+
+def _fmt(value):
+    if isinstance(value, str):
+        return repr(value)
+    return f"{value!r} ({type(value).__name__})"
+
+
+class _Errors(list):
+    def add(self, name, value, allowed):
+        self.append(f"{name}: got {_fmt(value)}; allowed: {allowed}")
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_int(errors, name, value, low, high):
+    if not _is_int(value) or not low <= value <= high:
+        errors.add(name, value, f"an integer from {low} to {high}")
+        return False
+    return True
+
+
+def _check_choice(errors, name, value, choices):
+    if value not in choices:
+        errors.add(name, value, "one of " + ", ".join(str(c) for c in choices))
+        return False
+    return True
+
+
+def _check_re(errors, name, value, regex, allowed):
+    if not isinstance(value, str) or not regex.match(value):
+        errors.add(name, value, allowed)
+        return False
+    return True
+
+
+def _check_mapping(errors, name, value):
+    if not isinstance(value, dict):
+        errors.add(name, value, "a mapping")
+        return False
+    return True
+
+
+def _validate_pool(errors, index, pool, seen_names):
+    base = f"trainium_node_pools[{index}]"
+    if not _check_mapping(errors, base, pool):
+        return
+    name = pool.get("name")
+    if _check_re(errors, f"{base}.name", name, DNS_LABEL_RE, "a DNS label: 1-63 lowercase letters, digits and '-'"):
+        if name in seen_names:
+            errors.add(f"{base}.name", name, "a name not used by another pool")
+        seen_names.add(name)
+    _check_choice(errors, f"{base}.instance_type", pool.get("instance_type"), TRAINIUM_INSTANCE_TYPES)
+    count = pool.get("count")
+    count_ok = _check_int(errors, f"{base}.count", count, 1, MAX_NODES_PER_POOL)
+    min_count = pool.get("min_count", count)
+    max_count = pool.get("max_count", count)
+    if count_ok:
+        _check_int(errors, f"{base}.min_count", min_count, 0, count)
+        _check_int(errors, f"{base}.max_count", max_count, count, MAX_NODES_PER_POOL)
+    capacity_type = pool.get("capacity_type", "ON_DEMAND")
+    _check_choice(errors, f"{base}.capacity_type", capacity_type, CAPACITY_TYPES)
+    reservation = pool.get("capacity_reservation_id")
+    if reservation is not None:
+        _check_re(errors, f"{base}.capacity_reservation_id", reservation, RESERVATION_RE, "a capacity reservation id such as 'cr-0123456789abcdef0'")
+        if capacity_type == "SPOT":
+            errors.add(f"{base}.capacity_reservation_id", reservation, "no reservation when capacity_type is SPOT")
+    elif capacity_type == "CAPACITY_BLOCK":
+        errors.add(f"{base}.capacity_reservation_id", reservation, "the id of the capacity block when capacity_type is CAPACITY_BLOCK")
+    zone = pool.get("availability_zone")
+    if zone is not None and not (isinstance(zone, str) and (ZONE_NAME_RE.match(zone) or ZONE_ID_RE.match(zone))):
+        errors.add(f"{base}.availability_zone", zone, "a zone name such as 'us-west-2d' or a zone id such as 'usw2-az4', or leave it unset")
+    if "root_volume_size_gib" in pool:
+        _check_int(errors, f"{base}.root_volume_size_gib", pool["root_volume_size_gib"], 100, 16384)
+    labels = pool.get("labels", {})
+    if _check_mapping(errors, f"{base}.labels", labels):
+        for key, value in labels.items():
+            _check_re(errors, f"{base}.labels key", key, LABEL_KEY_RE, "a Kubernetes label key")
+            _check_re(errors, f"{base}.labels[{key}]", value, LABEL_VALUE_RE, "a Kubernetes label value (63 characters at most, quoted if it looks like a number or boolean)")
+    taints = pool.get("taints", [])
+    if not isinstance(taints, list):
+        errors.add(f"{base}.taints", taints, "a list of {key, value, effect}")
+        return
+    for t_index, taint in enumerate(taints):
+        t_base = f"{base}.taints[{t_index}]"
+        if _check_mapping(errors, t_base, taint):
+            _check_re(errors, f"{t_base}.key", taint.get("key"), LABEL_KEY_RE, "a Kubernetes taint key")
+            _check_choice(errors, f"{t_base}.effect", taint.get("effect"), TAINT_EFFECTS)
+
+
+def _validate_storage(errors, storage):
+    if not _check_mapping(errors, "trainium_storage", storage):
+        return
+    dtype = storage.get("deployment_type")
+    type_ok = _check_choice(errors, "trainium_storage.deployment_type", dtype, FSX_DEPLOYMENT_TYPES)
+    capacity = storage.get("storage_capacity_gib")
+    if not _is_int(capacity) or capacity < 1200 or capacity > MAX_FSX_GIB or (capacity != 1200 and capacity % 2400):
+        errors.add("trainium_storage.storage_capacity_gib", capacity, f"1200, or a multiple of 2400 up to {MAX_FSX_GIB}")
+    throughput = storage.get("per_unit_storage_throughput")
+    if type_ok:
+        allowed = FSX_THROUGHPUT[dtype]
+        if allowed and throughput not in allowed:
+            errors.add("trainium_storage.per_unit_storage_throughput", throughput, f"one of {', '.join(map(str, allowed))} (MB/s/TiB) for {dtype}")
+        if not allowed and throughput is not None:
+            errors.add("trainium_storage.per_unit_storage_throughput", throughput, f"unset (null) for {dtype}")
+    repo = storage.get("data_repository_path")
+    if repo is not None:
+        _check_re(errors, "trainium_storage.data_repository_path", repo, S3_URL_RE, "an S3 URL such as 's3://bucket/prefix', or leave it unset")
+
+
+def _validate_image(errors, image):
+    if not _check_mapping(errors, "trainium_image", image):
+        return
+    _check_re(errors, "trainium_image.repository", image.get("repository"), ECR_REPO_RE, "an ECR repository name: lowercase letters, digits, '.', '_', '-' and '/'")
+    tag = image.get("tag")
+    if _check_re(errors, "trainium_image.tag", tag, IMAGE_TAG_RE, "an image tag of 1-128 letters, digits, '.', '_' and '-'") and tag == "latest":
+        errors.add("trainium_image.tag", tag, "a version tag; 'latest' is not allowed because tags are immutable and pinned")
+    base = image.get("base_image")
+    if not _check_re(errors, "trainium_image.base_image", base, PINNED_IMAGE_RE, "a full image reference 'registry/name:tag' or '...@sha256:<digest>'"):
+        return
+    if ":" not in base.split("/")[-1] and "@sha256:" not in base or base.endswith(":latest"):
+        errors.add("trainium_image.base_image", base, "an image pinned by a version tag or a digest, not 'latest' or no tag")
+
+
+def _validate_dataset(errors, dataset):
+    if not _check_mapping(errors, "trainium_dataset", dataset):
+        return
+    _check_re(errors, "trainium_dataset.name", dataset.get("name"), DATASET_NAME_RE, "a directory name of letters, digits, '.', '_' and '-'")
+    source = dataset.get("source")
+    if source != "synthetic":
+        _check_re(errors, "trainium_dataset.source", source, S3_URL_RE, "'synthetic' or an S3 URL such as 's3://bucket/key.tar'")
+    _check_choice(errors, "trainium_dataset.seq_len", dataset.get("seq_len"), SEQUENCE_LENGTHS)
+
+
+def _validate_job(errors, job, pool_names):
+    if not _check_mapping(errors, "trainium_job", job):
+        return
+    _check_re(errors, "trainium_job.name", job.get("name"), re.compile(r"^[a-z]([a-z0-9-]{0,38}[a-z0-9])?$"), "1-40 lowercase letters, digits and '-', starting with a letter")
+    _check_re(errors, "trainium_job.namespace", job.get("namespace"), DNS_LABEL_RE, "a Kubernetes namespace name (DNS label)")
+    _check_re(errors, "trainium_job.queue", job.get("queue"), DNS_LABEL_RE, "a Volcano queue name (DNS label)")
+    if pool_names:
+        _check_choice(errors, "trainium_job.node_pool", job.get("node_pool"), sorted(pool_names))
+    _check_int(errors, "trainium_job.nnodes", job.get("nnodes"), 1, MAX_NODES_PER_POOL * MAX_POOLS)
+    _check_int(errors, "trainium_job.nproc_per_node", job.get("nproc_per_node"), 1, 128)
+    _check_int(errors, "trainium_job.batch_size", job.get("batch_size"), 1, 4096)
+    _check_int(errors, "trainium_job.grad_accum_usteps", job.get("grad_accum_usteps"), 1, 4096)
+    _check_int(errors, "trainium_job.max_retry", job.get("max_retry", 3), 0, 10)
+    if "steps_this_run" in job and job["steps_this_run"] is not None:
+        _check_int(errors, "trainium_job.steps_this_run", job["steps_this_run"], 1, 10_000_000)
+    _check_choice(errors, "trainium_job.precision", job.get("precision", "bf16"), PRECISIONS)
+
+
+def deployment_errors(variables):
+    """Return every problem with the user-facing deployment variables.
+
+    ``variables`` maps each ``trainium_*`` variable name to its value.
+    """
+    errors = _Errors()
+    _check_re(
+        errors, "trainium_cluster_name", variables.get("trainium_cluster_name"), CLUSTER_NAME_RE,
+        "2-40 letters, digits and '-', starting with a letter and not ending with '-'",
+    )
+    _check_re(errors, "trainium_region", variables.get("trainium_region"), REGION_RE, "an AWS region name such as 'us-west-2'")
+    version = variables.get("trainium_kubernetes_version")
+    if isinstance(version, float):
+        errors.add("trainium_kubernetes_version", version, "a quoted string such as \"1.34\" (YAML reads 1.30 as the number 1.3); one of " + ", ".join(KUBERNETES_VERSIONS))
+    else:
+        _check_choice(errors, "trainium_kubernetes_version", version, KUBERNETES_VERSIONS)
+
+    pools = variables.get("trainium_node_pools")
+    pool_names = set()
+    if not isinstance(pools, list) or not 1 <= len(pools) <= MAX_POOLS:
+        errors.add("trainium_node_pools", pools, f"a list of 1 to {MAX_POOLS} node pools")
+    else:
+        for index, pool in enumerate(pools):
+            _validate_pool(errors, index, pool, pool_names)
+    _validate_storage(errors, variables.get("trainium_storage"))
+    _validate_image(errors, variables.get("trainium_image"))
+    _validate_dataset(errors, variables.get("trainium_dataset"))
+    _validate_job(errors, variables.get("trainium_job"), pool_names)
+    return list(errors)
+
+
+def _zone_matches(zone, wanted):
+    return wanted in (zone["name"], zone["id"])
+
+
+def _place_pool(errors, index, pool, capacity, region, preferred):
+    base = f"trainium_node_pools[{index}]"
+    itype = pool["instance_type"]
+    info = capacity["instance_types"].get(itype) or {"offered": False, "availability_zones": [], "availability_zone_ids": []}
+    zones = [{"name": n, "id": i} for n, i in zip(info["availability_zones"], info["availability_zone_ids"])]
+    if not zones:
+        errors.add(f"{base}.instance_type", itype, f"an instance type that some availability zone of {region} offers; no zone of {region} offers {itype}")
+        return None
+    candidates = zones
+    reservation_id = pool.get("capacity_reservation_id")
+    reservation = None
+    if reservation_id:
+        reservation = next((r for r in capacity.get("capacity_reservations", []) if r["id"] == reservation_id), None)
+        if reservation is None:
+            errors.add(f"{base}.capacity_reservation_id", reservation_id, f"a capacity reservation that exists in {region}; none with this id was found")
+            return None
+        if reservation["instance_type"] != itype:
+            errors.add(f"{base}.capacity_reservation_id", reservation_id, f"a reservation for {itype}; this one holds {reservation['instance_type']}")
+            return None
+        if reservation["state"] not in USABLE_RESERVATION_STATES:
+            errors.add(f"{base}.capacity_reservation_id", reservation_id, f"a reservation in state {' or '.join(USABLE_RESERVATION_STATES)}; this one is {reservation['state']}")
+            return None
+        if pool["count"] > reservation["total_instance_count"]:
+            errors.add(
+                f"{base}.count", pool["count"],
+                f"at most {reservation['total_instance_count']}, the number of instances reservation {reservation_id} holds",
+            )
+            return None
+        candidates = [z for z in zones if z["name"] == reservation["availability_zone"]]
+        if not candidates:
+            errors.add(f"{base}.capacity_reservation_id", reservation_id, f"a reservation in a zone that offers {itype}; it is in {reservation['availability_zone']}")
+            return None
+    wanted = pool.get("availability_zone")
+    if wanted:
+        pinned = [z for z in candidates if _zone_matches(z, wanted)]
+        if not pinned:
+            where = ", ".join(f"{z['name']} ({z['id']})" for z in candidates)
+            errors.add(f"{base}.availability_zone", wanted, f"a zone that offers {itype}{' and holds the reservation' if reservation else ''}: {where}")
+            return None
+        candidates = pinned
+    chosen = next((z for z in candidates if z["name"] in preferred), candidates[0])
+    return {
+        "name": pool["name"],
+        "instance_type": itype,
+        "count": pool["count"],
+        "capacity_type": pool.get("capacity_type", "ON_DEMAND"),
+        "capacity_reservation_id": reservation_id,
+        "availability_zone": chosen["name"],
+        "availability_zone_id": chosen["id"],
+        "offered_availability_zones": [z["name"] for z in zones],
+    }
+
+
+def place_node_pools(pools, capacity, region):
+    """Choose the availability zone of every pool.
+
+    A reservation fixes the zone; an explicit ``availability_zone`` (name or
+    id) must be one that offers the type; otherwise the first offering zone
+    (by name) wins, preferring a zone an earlier pool already uses so pools
+    stay together. Returns ``{"node_pools": [...], "cluster_availability_zones":
+    [...], "errors": [...]}``; EKS wants two zones, so the cluster zones add
+    the next available zone of the region when all pools share one.
+    """
+    errors = _Errors()
+    placed = []
+    preferred = []
+    for index, pool in enumerate(pools):
+        placement = _place_pool(errors, index, pool, capacity, region, preferred)
+        if placement:
+            placed.append(placement)
+            if placement["availability_zone"] not in preferred:
+                preferred.append(placement["availability_zone"])
+    cluster_zones = list(preferred)
+    for zone in capacity.get("availability_zones", []):
+        if len(cluster_zones) >= 2:
+            break
+        if zone.get("state", "available") == "available" and zone["zone_name"] not in cluster_zones:
+            cluster_zones.append(zone["zone_name"])
+    if placed and len(cluster_zones) < 2:
+        errors.add("trainium_region", region, "a region with at least two available zones (EKS needs two)")
+    return {"node_pools": placed, "cluster_availability_zones": cluster_zones, "errors": list(errors)}
+
+
+def job_fit_errors(job, pools, capacity):
+    """Check that ``nnodes x nproc_per_node`` fits the pool the job runs on."""
+    errors = _Errors()
+    pool = next((p for p in pools if p["name"] == job["node_pool"]), None)
+    if pool is None:
+        return list(errors)
+    info = capacity["instance_types"].get(pool["instance_type"], {})
+    cores = info.get("neuron_cores", 0)
+    if job["nnodes"] > pool["count"]:
+        errors.add("trainium_job.nnodes", job["nnodes"], f"at most {pool['count']}, the node count of pool {pool['name']!r}")
+    if cores and job["nproc_per_node"] > cores:
+        errors.add(
+            "trainium_job.nproc_per_node", job["nproc_per_node"],
+            f"at most {cores}, the NeuronCores of one {pool['instance_type']} in pool {pool['name']!r}",
+        )
+    return list(errors)
