@@ -31,6 +31,7 @@ MAX_FSX_GIB = 2400 * 1000
 
 CLUSTER_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,38}[A-Za-z0-9]$")
 REGION_RE = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]$")
+JOB_NAME_RE = re.compile(r"^[a-z]([a-z0-9-]{0,38}[a-z0-9])?$")
 DNS_LABEL_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 ZONE_NAME_RE = re.compile(r"^[a-z]{2}(-gov)?-[a-z]+-[0-9][a-z]$")
 ZONE_ID_RE = re.compile(r"^[a-z]{3,5}[0-9]-az[0-9]+$")
@@ -44,10 +45,29 @@ LABEL_KEY_RE = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Z
 LABEL_VALUE_RE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
 
 
+def _type_name(value):
+    # Templated values may be lazy subclasses (ansible-core 2.19); name the plain type.
+    for kind in (bool, int, float, str, list, dict):
+        if isinstance(value, kind):
+            return kind.__name__
+    return type(value).__name__
+
+
+def _plain(value):
+    if isinstance(value, dict):
+        return {_plain(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    for kind in (bool, int, float, str):
+        if isinstance(value, kind):
+            return kind(value)
+    return value
+
+
 def _fmt(value):
     if isinstance(value, str):
-        return repr(value)
-    return f"{value!r} ({type(value).__name__})"
+        return repr(str(value))
+    return f"{_plain(value)!r} ({_type_name(value)})"
 
 
 class _Errors(list):
@@ -67,7 +87,9 @@ def _check_int(errors, name, value, low, high):
 
 
 def _check_choice(errors, name, value, choices):
-    if value not in choices:
+    # 128.0 == 128 and True == 1 in Python: integer choices take integers only.
+    numeric = all(_is_int(c) for c in choices)
+    if (numeric and not _is_int(value)) or value not in choices:
         errors.add(name, value, "one of " + ", ".join(str(c) for c in choices))
         return False
     return True
@@ -99,8 +121,9 @@ def _validate_pool(errors, index, pool, seen_names):
     _check_choice(errors, f"{base}.instance_type", pool.get("instance_type"), TRAINIUM_INSTANCE_TYPES)
     count = pool.get("count")
     count_ok = _check_int(errors, f"{base}.count", count, 1, MAX_NODES_PER_POOL)
-    min_count = pool.get("min_count", count)
-    max_count = pool.get("max_count", count)
+    # Unset and null both mean "the same as count".
+    min_count = count if pool.get("min_count") is None else pool["min_count"]
+    max_count = count if pool.get("max_count") is None else pool["max_count"]
     if count_ok:
         _check_int(errors, f"{base}.min_count", min_count, 0, count)
         _check_int(errors, f"{base}.max_count", max_count, count, MAX_NODES_PER_POOL)
@@ -122,7 +145,10 @@ def _validate_pool(errors, index, pool, seen_names):
     if _check_mapping(errors, f"{base}.labels", labels):
         for key, value in labels.items():
             _check_re(errors, f"{base}.labels key", key, LABEL_KEY_RE, "a Kubernetes label key")
-            _check_re(errors, f"{base}.labels[{key}]", value, LABEL_VALUE_RE, "a Kubernetes label value (63 characters at most, quoted if it looks like a number or boolean)")
+            _check_re(
+                errors, f"{base}.labels[{key}]", value, LABEL_VALUE_RE,
+                "a Kubernetes label value (63 characters at most, quoted if it looks like a number or boolean)",
+            )
     taints = pool.get("taints", [])
     if not isinstance(taints, list):
         errors.add(f"{base}.taints", taints, "a list of {key, value, effect}")
@@ -131,6 +157,8 @@ def _validate_pool(errors, index, pool, seen_names):
         t_base = f"{base}.taints[{t_index}]"
         if _check_mapping(errors, t_base, taint):
             _check_re(errors, f"{t_base}.key", taint.get("key"), LABEL_KEY_RE, "a Kubernetes taint key")
+            if taint.get("value") is not None:
+                _check_re(errors, f"{t_base}.value", taint["value"], LABEL_VALUE_RE, "a Kubernetes taint value (63 characters at most), or leave it unset")
             _check_choice(errors, f"{t_base}.effect", taint.get("effect"), TAINT_EFFECTS)
 
 
@@ -145,7 +173,7 @@ def _validate_storage(errors, storage):
     throughput = storage.get("per_unit_storage_throughput")
     if type_ok:
         allowed = FSX_THROUGHPUT[dtype]
-        if allowed and throughput not in allowed:
+        if allowed and (not _is_int(throughput) or throughput not in allowed):
             errors.add("trainium_storage.per_unit_storage_throughput", throughput, f"one of {', '.join(map(str, allowed))} (MB/s/TiB) for {dtype}")
         if not allowed and throughput is not None:
             errors.add("trainium_storage.per_unit_storage_throughput", throughput, f"unset (null) for {dtype}")
@@ -157,7 +185,10 @@ def _validate_storage(errors, storage):
 def _validate_image(errors, image):
     if not _check_mapping(errors, "trainium_image", image):
         return
-    _check_re(errors, "trainium_image.repository", image.get("repository"), ECR_REPO_RE, "an ECR repository name: lowercase letters, digits, '.', '_', '-' and '/'")
+    _check_re(
+        errors, "trainium_image.repository", image.get("repository"), ECR_REPO_RE,
+        "an ECR repository name: lowercase letters, digits, '.', '_', '-' and '/'",
+    )
     tag = image.get("tag")
     if _check_re(errors, "trainium_image.tag", tag, IMAGE_TAG_RE, "an image tag of 1-128 letters, digits, '.', '_' and '-'") and tag == "latest":
         errors.add("trainium_image.tag", tag, "a version tag; 'latest' is not allowed because tags are immutable and pinned")
@@ -181,7 +212,7 @@ def _validate_dataset(errors, dataset):
 def _validate_job(errors, job, pool_names):
     if not _check_mapping(errors, "trainium_job", job):
         return
-    _check_re(errors, "trainium_job.name", job.get("name"), re.compile(r"^[a-z]([a-z0-9-]{0,38}[a-z0-9])?$"), "1-40 lowercase letters, digits and '-', starting with a letter")
+    _check_re(errors, "trainium_job.name", job.get("name"), JOB_NAME_RE, "1-40 lowercase letters, digits and '-', starting with a letter")
     _check_re(errors, "trainium_job.namespace", job.get("namespace"), DNS_LABEL_RE, "a Kubernetes namespace name (DNS label)")
     _check_re(errors, "trainium_job.queue", job.get("queue"), DNS_LABEL_RE, "a Volcano queue name (DNS label)")
     if pool_names:
@@ -209,7 +240,10 @@ def deployment_errors(variables):
     _check_re(errors, "trainium_region", variables.get("trainium_region"), REGION_RE, "an AWS region name such as 'us-west-2'")
     version = variables.get("trainium_kubernetes_version")
     if isinstance(version, float):
-        errors.add("trainium_kubernetes_version", version, "a quoted string such as \"1.34\" (YAML reads 1.30 as the number 1.3); one of " + ", ".join(KUBERNETES_VERSIONS))
+        errors.add(
+            "trainium_kubernetes_version", version,
+            "a quoted string such as \"1.34\" (YAML reads 1.30 as the number 1.3); one of " + ", ".join(KUBERNETES_VERSIONS),
+        )
     else:
         _check_choice(errors, "trainium_kubernetes_version", version, KUBERNETES_VERSIONS)
 
@@ -251,7 +285,10 @@ def _place_pool(errors, index, pool, capacity, region, preferred):
             errors.add(f"{base}.capacity_reservation_id", reservation_id, f"a reservation for {itype}; this one holds {reservation['instance_type']}")
             return None
         if reservation["state"] not in USABLE_RESERVATION_STATES:
-            errors.add(f"{base}.capacity_reservation_id", reservation_id, f"a reservation in state {' or '.join(USABLE_RESERVATION_STATES)}; this one is {reservation['state']}")
+            errors.add(
+                f"{base}.capacity_reservation_id", reservation_id,
+                f"a reservation in state {' or '.join(USABLE_RESERVATION_STATES)}; this one is {reservation['state']}",
+            )
             return None
         if pool["count"] > reservation["total_instance_count"]:
             errors.add(
@@ -261,7 +298,10 @@ def _place_pool(errors, index, pool, capacity, region, preferred):
             return None
         candidates = [z for z in zones if z["name"] == reservation["availability_zone"]]
         if not candidates:
-            errors.add(f"{base}.capacity_reservation_id", reservation_id, f"a reservation in a zone that offers {itype}; it is in {reservation['availability_zone']}")
+            errors.add(
+                f"{base}.capacity_reservation_id", reservation_id,
+                f"a reservation in a zone that offers {itype}; it is in {reservation['availability_zone']}",
+            )
             return None
     wanted = pool.get("availability_zone")
     if wanted:

@@ -23,7 +23,7 @@ description:
     failing, so that the caller can explain the problem.
   - Reads only; it never changes anything and runs the same in check mode.
 author:
-  - trainium.eks developers
+  - trainium.eks developers (@trainium-eks)
 options:
   instance_types:
     description:

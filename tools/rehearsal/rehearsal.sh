@@ -24,7 +24,18 @@ pid_alive() {
 }
 
 moto_healthy() {
-  curl -fsS -o /dev/null --max-time 2 "http://$HOST:$MOTO_PORT/moto-api/data.json" 2>/dev/null
+  # A busy server may take a moment to answer: three tries before "unhealthy".
+  local try
+  for try in 1 2 3; do
+    curl -fsS -o /dev/null --max-time 5 "http://$HOST:$MOTO_PORT/moto-api/data.json" 2>/dev/null && return 0
+    sleep "$try"
+  done
+  return 1
+}
+
+# The pid of whatever listens on a loopback port (empty when nothing does).
+port_owner() {
+  ss -Hltnp "sport = :$1" 2>/dev/null | sed -n 's/.*pid=\([0-9]*\).*/\1/p' | head -n 1
 }
 
 port_busy() {
@@ -51,8 +62,7 @@ start_moto() {
   fi
   if pid_alive moto; then
     say "moto server (pid $(cat "$RUN/moto.pid")) is not answering; restarting it"
-    kill "$(cat "$RUN/moto.pid")" 2>/dev/null || true
-    sleep 1
+    stop_one moto
   fi
   if port_busy "$MOTO_PORT"; then
     say "port $HOST:$MOTO_PORT is taken by another process; set TRAINIUM_MOTO_PORT"
@@ -81,16 +91,17 @@ ENV
   say "wrote $STATE/env.sh"
 }
 
+stop_pid() {
+  local name="$1" pid="$2"
+  say "stopping $name (pid $pid)"
+  kill "$pid" 2>/dev/null || true
+  for _ in $(seq 1 20); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+  kill -9 "$pid" 2>/dev/null || true
+}
+
 stop_one() {
   local name="$1" pidfile="$RUN/$1.pid"
-  if pid_alive "$name"; then
-    local pid
-    pid="$(cat "$pidfile")"
-    say "stopping $name (pid $pid)"
-    kill "$pid" 2>/dev/null || true
-    for _ in $(seq 1 20); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
-    kill -9 "$pid" 2>/dev/null || true
-  fi
+  if pid_alive "$name"; then stop_pid "$name" "$(cat "$pidfile")"; fi
   rm -f "$pidfile"
 }
 
@@ -104,6 +115,12 @@ case "${1:-}" in
     ;;
   down)
     stop_one moto
+    # A server whose pid file was lost still holds its port: find it by the port,
+    # but only stop it when it is our moto server.
+    owner="$(port_owner "$MOTO_PORT")"
+    if [[ -n "$owner" ]] && grep -q "tools/rehearsal/moto_server.py" "/proc/$owner/cmdline" 2>/dev/null; then
+      stop_pid "moto server without pid file" "$owner"
+    fi
     if port_busy "$MOTO_PORT"; then say "port $MOTO_PORT is still open"; exit 1; fi
     say "down"
     ;;

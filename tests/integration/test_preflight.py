@@ -1,0 +1,193 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the trainium.eks project
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""playbooks/preflight.yml on the local inventory, against moto server.
+
+Every bad input must stop the play with a message that names the variable,
+the value and what is allowed, and leave the account exactly as it was.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+
+import pytest
+
+PREFLIGHT = "playbooks/preflight.yml"
+LOOKUP_TASK = "Look up the zones and figures of the Trainium instance types"
+
+
+def recap(output):
+    match = re.search(r"localhost\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", output)
+    assert match, output[-3000:]
+    return dict(zip(("ok", "changed", "unreachable", "failed"), map(int, match.groups())))
+
+
+def with_change(base, path, value):
+    """A deep copy of the deployment variables with one value changed (or removed, for value=DELETE)."""
+    data = copy.deepcopy(base)
+    keys = path.split(".")
+    target = data
+    for key in keys[:-1]:
+        target = target[int(key)] if isinstance(target, list) else target[key]
+    last = int(keys[-1]) if isinstance(target, list) else keys[-1]
+    if value is DELETE:
+        del target[last]
+    else:
+        target[last] = value
+    return data
+
+
+DELETE = object()
+
+
+def test_preflight_places_pools_and_changes_nothing(aws, run_playbook):
+    before = aws.resources()
+    result = run_playbook(PREFLIGHT)
+    assert result.rc == 0, result
+    assert recap(result.output)["changed"] == 0
+    assert "trn1: 2 x trn1.32xlarge in us-west-2b" in result.text
+    assert "16 Neuron devices / 32 NeuronCores / 8 EFA interfaces per node; offered in us-west-2b, us-west-2d" in result.text
+    assert aws.resources() == before
+
+
+def test_preflight_check_mode_and_second_run_report_no_change(aws, run_playbook):
+    for args in (("--check", "--diff"), ()):
+        result = run_playbook(PREFLIGHT, args=args)
+        assert result.rc == 0, result
+        assert recap(result.output)["changed"] == 0
+
+
+def test_site_yml_runs_preflight_by_tag(aws, run_playbook):
+    result = run_playbook("site.yml", args=("--tags", "preflight"))
+    assert result.rc == 0, result
+    assert "trainium.eks.preflight : Show where each node pool goes" in result.output
+
+
+def test_reservation_fixes_the_zone(aws, run_playbook, local_vars):
+    reservation = aws.client("ec2").create_capacity_reservation(
+        InstanceType="trn1.32xlarge", InstancePlatform="Linux/UNIX", AvailabilityZone="us-west-2d",
+        InstanceCount=2, InstanceMatchCriteria="targeted",
+    )["CapacityReservation"]["CapacityReservationId"]
+    variables = with_change(local_vars, "trainium_node_pools.0.capacity_reservation_id", reservation)
+    result = run_playbook(PREFLIGHT, extra_vars={"trainium_node_pools": variables["trainium_node_pools"]})
+    assert result.rc == 0, result
+    assert "trn1: 2 x trn1.32xlarge in us-west-2d" in result.text
+
+
+def test_pinned_zone_by_id(aws, run_playbook, local_vars):
+    zones = {z["ZoneName"]: z["ZoneId"] for z in aws.client("ec2").describe_availability_zones()["AvailabilityZones"]}
+    variables = with_change(local_vars, "trainium_node_pools.0.availability_zone", zones["us-west-2d"])
+    result = run_playbook(PREFLIGHT, extra_vars={"trainium_node_pools": variables["trainium_node_pools"]})
+    assert result.rc == 0, result
+    assert f"in us-west-2d ({zones['us-west-2d']})" in result.text
+
+
+# (case id, variable path, bad value, fragments the message must hold)
+# All of these are caught before any cloud call.
+STATIC_CASES = [
+    ("cluster-name-underscore", "trainium_cluster_name", "trn_bert", ["trainium_cluster_name: got 'trn_bert'", "letters, digits and '-'"]),
+    ("cluster-name-too-long", "trainium_cluster_name", "t" * 41, ["trainium_cluster_name: got 't", "2-40 letters"]),
+    ("region-typo", "trainium_region", "us-west2", ["trainium_region: got 'us-west2'", "AWS region name"]),
+    ("k8s-version-unsupported", "trainium_kubernetes_version", "1.25", ["trainium_kubernetes_version", "1.25", "1.31, 1.32, 1.33, 1.34, 1.35"]),
+    ("pools-empty", "trainium_node_pools", [], ["trainium_node_pools: got [] (list)", "a list of 1 to 10 node pools"]),
+    ("pool-type-not-trainium", "trainium_node_pools.0.instance_type", "p4d.24xlarge", ["instance_type", "p4d.24xlarge", "trn1.32xlarge"]),
+    ("pool-count-zero", "trainium_node_pools.0.count", 0, ["trainium_node_pools[0].count: got 0 (int)", "an integer from 1 to 100"]),
+    ("pool-count-too-big", "trainium_node_pools.0.count", 101, ["trainium_node_pools[0].count: got 101 (int)", "an integer from 1 to 100"]),
+    ("pool-max-below-count", "trainium_node_pools.0.max_count", 1, ["trainium_node_pools[0].max_count: got 1 (int)", "an integer from 2 to 100"]),
+    ("pool-capacity-type", "trainium_node_pools.0.capacity_type", "RESERVED", ["capacity_type", "RESERVED", "ON_DEMAND, SPOT, CAPACITY_BLOCK"]),
+    ("pool-capacity-block-without-id", "trainium_node_pools.0.capacity_type", "CAPACITY_BLOCK",
+     ["trainium_node_pools[0].capacity_reservation_id: got None", "the id of the capacity block"]),
+    ("pool-reservation-id-malformed", "trainium_node_pools.0.capacity_reservation_id", "reservation-1",
+     ["trainium_node_pools[0].capacity_reservation_id: got 'reservation-1'", "cr-0123456789abcdef0"]),
+    ("pool-zone-malformed", "trainium_node_pools.0.availability_zone", "west", ["trainium_node_pools[0].availability_zone: got 'west'", "usw2-az4"]),
+    ("pool-root-volume-small", "trainium_node_pools.0.root_volume_size_gib", 20,
+     ["trainium_node_pools[0].root_volume_size_gib: got 20 (int)", "an integer from 100 to 16384"]),
+    ("pool-label-value", "trainium_node_pools.0.labels", {"team": "ml platform"}, ["trainium_node_pools[0].labels[team]: got 'ml platform'", "label value"]),
+    ("fsx-capacity", "trainium_storage.storage_capacity_gib", 1300, ["trainium_storage.storage_capacity_gib: got 1300 (int)", "1200, or a multiple of 2400"]),
+    ("fsx-throughput", "trainium_storage.per_unit_storage_throughput", 125,
+     ["trainium_storage.per_unit_storage_throughput: got 125 (int)", "one of 50, 100, 200 (MB/s/TiB) for PERSISTENT_1"]),
+    ("fsx-type", "trainium_storage.deployment_type", "SCRATCH_1", ["deployment_type", "SCRATCH_1", "SCRATCH_2, PERSISTENT_1, PERSISTENT_2"]),
+    ("fsx-s3-path", "trainium_storage.data_repository_path", "https://bucket/x", ["trainium_storage.data_repository_path: got 'https://bucket/x'", "S3 URL"]),
+    ("image-tag-latest", "trainium_image.tag", "latest", ["trainium_image.tag: got 'latest'", "'latest' is not allowed"]),
+    ("image-base-unpinned", "trainium_image.base_image", "public.ecr.aws/neuron/pytorch-training-neuronx",
+     ["trainium_image.base_image: got 'public.ecr.aws/neuron/pytorch-training-neuronx'", "pinned by a version tag or a digest"]),
+    ("image-repo-uppercase", "trainium_image.repository", "BERT", ["trainium_image.repository: got 'BERT'", "ECR repository name"]),
+    ("dataset-source", "trainium_dataset.source", "/tmp/data", ["trainium_dataset.source: got '/tmp/data'", "'synthetic' or an S3 URL"]),
+    ("dataset-seq-len", "trainium_dataset.seq_len", 256, ["seq_len", "256", "128, 512"]),
+    ("job-unknown-pool", "trainium_job.node_pool", "trn2", ["trainium_job.node_pool: got 'trn2'", "one of trn1"]),
+    ("job-nnodes-zero", "trainium_job.nnodes", 0, ["trainium_job.nnodes: got 0 (int)", "an integer from 1 to 1000"]),
+    ("job-name-uppercase", "trainium_job.name", "BERT", ["trainium_job.name: got 'BERT'", "lowercase letters"]),
+    ("job-precision", "trainium_job.precision", "fp16", ["precision", "fp16", "bf16, fp32"]),
+    ("job-max-retry", "trainium_job.max_retry", 11, ["trainium_job.max_retry: got 11 (int)", "an integer from 0 to 10"]),
+    ("pool-unknown-key", "trainium_node_pools.0.instance_typo", "trn1.32xlarge", ["instance_typo"]),
+]
+
+
+@pytest.mark.parametrize("path,value,fragments", [c[1:] for c in STATIC_CASES], ids=[c[0] for c in STATIC_CASES])
+def test_bad_input_stops_before_any_cloud_call(aws, run_playbook, local_vars, path, value, fragments):
+    before = aws.resources()
+    variables = with_change(local_vars, path, value)
+    top = path.split(".")[0]
+    result = run_playbook(PREFLIGHT, extra_vars={top: variables[top]})
+    assert result.rc != 0, result
+    assert recap(result.output)["failed"] == 1
+    for fragment in fragments:
+        assert fragment in result.text, f"{fragment!r} not in output:\n{result.output[-3000:]}"
+    assert LOOKUP_TASK not in result.text, "the AWS lookup ran although the input was invalid"
+    assert aws.resources() == before
+
+
+def _reservation(aws, instance_type="trn1.32xlarge", count=1, zone="us-west-2d"):
+    return aws.client("ec2").create_capacity_reservation(
+        InstanceType=instance_type, InstancePlatform="Linux/UNIX", AvailabilityZone=zone, InstanceCount=count,
+    )["CapacityReservation"]["CapacityReservationId"]
+
+
+def _cancelled_reservation(aws):
+    reservation = _reservation(aws)
+    aws.client("ec2").cancel_capacity_reservation(CapacityReservationId=reservation)
+    return reservation
+
+
+# (case id, how to build the bad variables from a clean account, fragments)
+# These need the EC2 facts, so they are caught after the read-only lookup.
+CAPACITY_CASES = [
+    ("no-zone-offers-type", lambda aws, v: _set_pool(v, instance_type="trn2.48xlarge", count=1),
+     ["trainium_node_pools[0].instance_type: got 'trn2.48xlarge'", "no zone of us-west-2 offers trn2.48xlarge"]),
+    ("pinned-zone-does-not-offer", lambda aws, v: _set_pool(v, availability_zone="us-west-2a"),
+     ["trainium_node_pools[0].availability_zone: got 'us-west-2a'", "a zone that offers trn1.32xlarge: us-west-2b", "us-west-2d"]),
+    ("more-nodes-than-reservation", lambda aws, v: _set_pool(v, capacity_reservation_id=_reservation(aws, count=1)),
+     ["trainium_node_pools[0].count: got 2 (int)", "at most 1, the number of instances reservation cr-"]),
+    ("reservation-not-found", lambda aws, v: _set_pool(v, capacity_reservation_id="cr-0123456789abcdef0"),
+     ["trainium_node_pools[0].capacity_reservation_id: got 'cr-0123456789abcdef0'", "none with this id was found"]),
+    ("reservation-other-type", lambda aws, v: _set_pool(v, capacity_reservation_id=_reservation(aws, "trn1n.32xlarge", 4)),
+     ["a reservation for trn1.32xlarge; this one holds trn1n.32xlarge"]),
+    ("reservation-cancelled", lambda aws, v: _set_pool(v, capacity_reservation_id=_cancelled_reservation(aws)),
+     ["a reservation in state active or scheduled; this one is cancelled"]),
+    ("job-more-nodes-than-pool", lambda aws, v: v["trainium_job"].update(nnodes=3),
+     ["trainium_job.nnodes: got 3 (int)", "at most 2, the node count of pool 'trn1'"]),
+    ("job-more-workers-than-cores", lambda aws, v: v["trainium_job"].update(nproc_per_node=64),
+     ["trainium_job.nproc_per_node: got 64 (int)", "at most 32, the NeuronCores of one trn1.32xlarge"]),
+    ("small-type-cores", lambda aws, v: (_set_pool(v, instance_type="trn1.2xlarge"), v["trainium_job"].update(nproc_per_node=4)),
+     ["trainium_job.nproc_per_node: got 4 (int)", "at most 2, the NeuronCores of one trn1.2xlarge"]),
+]
+
+
+def _set_pool(variables, **changes):
+    variables["trainium_node_pools"][0].update(changes)
+
+
+@pytest.mark.parametrize("mutate,fragments", [c[1:] for c in CAPACITY_CASES], ids=[c[0] for c in CAPACITY_CASES])
+def test_capacity_problem_stops_before_anything_is_created(aws, run_playbook, local_vars, mutate, fragments):
+    variables = copy.deepcopy(local_vars)
+    mutate(aws, variables)
+    before = aws.resources()
+    result = run_playbook(PREFLIGHT, extra_vars={k: variables[k] for k in ("trainium_node_pools", "trainium_job")})
+    assert result.rc != 0, result
+    assert recap(result.output)["failed"] == 1
+    for fragment in fragments:
+        assert fragment in result.text, f"{fragment!r} not in output:\n{result.output[-3000:]}"
+    assert aws.resources() == before
+    assert aws.resources()["eks_clusters"] == [] and aws.resources()["launch_templates"] == []

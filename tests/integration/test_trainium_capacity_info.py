@@ -1,0 +1,101 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the trainium.eks project
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""trainium.eks.trainium_capacity_info against moto server on loopback."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+VENV_BIN = pathlib.Path(os.environ.get("VENV", ROOT / ".venv")) / "bin"
+
+
+def capacity_info(rehearsal, module_args, check=False):
+    env = dict(os.environ)
+    env.update(rehearsal)
+    env.update(
+        ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
+        ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
+        ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json",
+    )
+    cmd = [
+        str(VENV_BIN / "ansible"), "localhost", "-i", "inventories/local",
+        "-m", "trainium.eks.trainium_capacity_info", "-a", json.dumps(module_args),
+    ]
+    if check:
+        cmd.append("--check")
+    completed = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False)
+    report = json.loads(completed.stdout)
+    return report["plays"][0]["tasks"][0]["hosts"]["localhost"]
+
+
+@pytest.mark.parametrize("check", [False, True], ids=["run", "check_mode"])
+def test_us_west_2_trainium_figures(aws, rehearsal, check):
+    result = capacity_info(rehearsal, {"region": "us-west-2", "instance_types": ["trn1.32xlarge", "trn1n.32xlarge"]}, check=check)
+    assert result.get("failed") is not True, result
+    assert result["changed"] is False
+    trn1 = result["instance_types"]["trn1.32xlarge"]
+    assert trn1["offered"] is True
+    assert trn1["availability_zones"] == ["us-west-2b", "us-west-2d"]
+    assert len(trn1["availability_zone_ids"]) == 2 and all(z.startswith("usw2-az") for z in trn1["availability_zone_ids"])
+    assert (trn1["neuron_devices"], trn1["neuron_cores"], trn1["max_efa_interfaces"]) == (16, 32, 8)
+    assert (trn1["network_cards"], trn1["vcpus"], trn1["memory_mib"]) == (8, 128, 524288)
+    assert trn1["neuron_device_memory_mib"] == 524288
+    trn1n = result["instance_types"]["trn1n.32xlarge"]
+    assert (trn1n["max_efa_interfaces"], trn1n["network_cards"], trn1n["neuron_cores"]) == (16, 16, 32)
+    zone_ids = {z["zone_name"]: z["zone_id"] for z in result["availability_zones"]}
+    assert [zone_ids[z] for z in trn1["availability_zones"]] == trn1["availability_zone_ids"]
+    assert result["capacity_reservations"] == []
+    assert aws.resources()["capacity_reservations"] == []
+
+
+def test_type_no_zone_offers_is_reported_not_failed(aws, rehearsal):
+    result = capacity_info(rehearsal, {"region": "us-west-2", "instance_types": ["trn2.48xlarge"]})
+    assert result.get("failed") is not True, result
+    trn2 = result["instance_types"]["trn2.48xlarge"]
+    assert trn2["offered"] is False and trn2["availability_zones"] == []
+    # The type is known (its figures are there), only no zone of us-west-2 offers it.
+    assert trn2["known"] is True and trn2["neuron_cores"] == 128
+
+
+def test_reservations_by_id_and_by_lookup(aws, rehearsal):
+    ec2 = aws.client("ec2")
+    reservation = ec2.create_capacity_reservation(
+        InstanceType="trn1.32xlarge", InstancePlatform="Linux/UNIX", AvailabilityZone="us-west-2d",
+        InstanceCount=2, InstanceMatchCriteria="targeted",
+    )["CapacityReservation"]
+    other = ec2.create_capacity_reservation(
+        InstanceType="trn1n.32xlarge", InstancePlatform="Linux/UNIX", AvailabilityZone="us-west-2d", InstanceCount=1,
+    )["CapacityReservation"]
+
+    by_id = capacity_info(rehearsal, {
+        "region": "us-west-2", "instance_types": ["trn1.32xlarge"],
+        "capacity_reservation_ids": [reservation["CapacityReservationId"], "cr-0000000000000000a"],
+    })
+    assert [r["id"] for r in by_id["capacity_reservations"]] == [reservation["CapacityReservationId"]]
+    found = by_id["capacity_reservations"][0]
+    assert (found["availability_zone"], found["total_instance_count"], found["state"]) == ("us-west-2d", 2, "active")
+    assert found["availability_zone_id"] == {z["zone_name"]: z["zone_id"] for z in by_id["availability_zones"]}["us-west-2d"]
+
+    looked_up = capacity_info(rehearsal, {"region": "us-west-2", "instance_types": ["trn1.32xlarge"], "lookup_capacity_reservations": True})
+    assert [r["id"] for r in looked_up["capacity_reservations"]] == [reservation["CapacityReservationId"]]
+    assert other["CapacityReservationId"] not in [r["id"] for r in looked_up["capacity_reservations"]]
+
+
+def test_missing_region_fails_clearly(aws, rehearsal):
+    env_without_region = {k: v for k, v in rehearsal.items() if k != "AWS_DEFAULT_REGION"}
+    saved = os.environ.pop("AWS_DEFAULT_REGION", None), os.environ.pop("AWS_REGION", None)
+    try:
+        result = capacity_info(env_without_region, {"instance_types": ["trn1.32xlarge"]})
+    finally:
+        for key, value in zip(("AWS_DEFAULT_REGION", "AWS_REGION"), saved):
+            if value is not None:
+                os.environ[key] = value
+    assert result["failed"] is True
+    assert "region" in result["msg"].lower()

@@ -1,0 +1,67 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the trainium.eks project
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""The trainium.eks filters: thin wrappers, but their argument order is what playbooks use."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible.errors import AnsibleFilterError
+from ansible_collections.trainium.eks.plugins.filter import trainium as filters
+from ansible_collections.trainium.eks.plugins.module_utils import trainium_deployment
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_facts import build_capacity_facts
+
+POOLS = [{"name": "trn1", "instance_type": "trn1.32xlarge", "count": 2, "capacity_type": "ON_DEMAND"}]
+
+
+@pytest.fixture
+def capacity(ec2_instance_types, ec2_offerings, ec2_zones):
+    return build_capacity_facts(["trn1.32xlarge"], ec2_instance_types, ec2_offerings, ec2_zones, [])
+
+
+def test_filter_names():
+    table = filters.FilterModule().filters()
+    assert table == {
+        "deployment_errors": filters.deployment_errors,
+        "place_node_pools": filters.place_node_pools,
+        "job_fit_errors": filters.job_fit_errors,
+    }
+
+
+@pytest.mark.parametrize("value", [None, [], "trainium_region=us-west-2"])
+def test_deployment_errors_needs_a_mapping(value):
+    with pytest.raises(AnsibleFilterError, match=f"deployment_errors expects a mapping of trainium_\\* variables, got {type(value).__name__}"):
+        filters.deployment_errors(value)
+
+
+def test_deployment_errors_passes_through():
+    variables = {"trainium_region": "us-west-2"}
+    errors = filters.deployment_errors(variables)
+    assert errors == trainium_deployment.deployment_errors(variables)
+    assert "trainium_cluster_name: got None (NoneType); allowed: 2-40 letters, digits and '-', starting with a letter and not ending with '-'" in errors
+    assert not any(e.startswith("trainium_region:") for e in errors)
+
+
+def test_place_node_pools_takes_capacity_first(capacity):
+    result = filters.place_node_pools(capacity, POOLS, "us-west-2")
+    assert result["errors"] == []
+    assert result["node_pools"][0]["availability_zone"] == "us-west-2b"
+    assert result == trainium_deployment.place_node_pools(POOLS, capacity, "us-west-2")
+
+
+def test_place_node_pools_reports_region_in_errors(capacity):
+    result = filters.place_node_pools(capacity, [dict(POOLS[0], instance_type="trn2.48xlarge")], "us-west-2")
+    assert result["errors"] == [
+        "trainium_node_pools[0].instance_type: got 'trn2.48xlarge'; "
+        "allowed: an instance type that some availability zone of us-west-2 offers; no zone of us-west-2 offers trn2.48xlarge",
+    ]
+
+
+def test_job_fit_errors_takes_job_first(capacity):
+    job = {"node_pool": "trn1", "nnodes": 3, "nproc_per_node": 32}
+    assert filters.job_fit_errors(job, POOLS, capacity) == [
+        "trainium_job.nnodes: got 3 (int); allowed: at most 2, the node count of pool 'trn1'",
+    ]
+    assert filters.job_fit_errors(dict(job, nnodes=2), POOLS, capacity) == []
