@@ -11,17 +11,19 @@ mkdir -p "$OUT"
 cd "$ROOT"
 "$BIN/ansible-galaxy" collection build --force --output-path "$OUT" .
 TARBALL="$(ls "$OUT"/trainium-eks-*.tar.gz)"
-INSTALL="$(mktemp -d)"
-trap 'rm -rf "$INSTALL"' EXIT
-# --no-deps: amazon.aws and the other dependencies come from the pinned bundle.
-"$BIN/ansible-galaxy" collection install --no-deps -p "$INSTALL" "$TARBALL"
-echo "installed $(basename "$TARBALL") into $INSTALL"
-# Run from a directory without ansible.cfg so nothing resolves to the checkout.
+
+# A directory with its own ansible.cfg, so nothing resolves to the checkout.
 WORK="$(mktemp -d)"
-trap 'rm -rf "$INSTALL" "$WORK"' EXIT
+trap 'rm -rf "$WORK"' EXIT
+INSTALL="$WORK/collections"
+printf '[defaults]\ncollections_path = %s\n' "$INSTALL" >"$WORK/ansible.cfg"
 cp -r "$ROOT/inventories/local" "$WORK/inventory"
 cd "$WORK"
-ANSIBLE_CONFIG=/dev/null ANSIBLE_COLLECTIONS_PATH="$INSTALL" \
-  "$BIN/ansible-doc" trainium.eks.trainium_capacity_info >/dev/null
-ANSIBLE_CONFIG=/dev/null ANSIBLE_COLLECTIONS_PATH="$INSTALL" \
-  "$BIN/ansible-playbook" -i inventory trainium.eks.preflight
+export ANSIBLE_CONFIG="$WORK/ansible.cfg"
+# --no-deps: amazon.aws and the other dependencies come from the pinned bundle.
+"$BIN/ansible-galaxy" collection install --no-deps --force -p "$INSTALL" "$TARBALL"
+test -f "$INSTALL/ansible_collections/trainium/eks/plugins/modules/trainium_capacity_info.py"
+echo "installed $(basename "$TARBALL") into $INSTALL"
+"$BIN/ansible-doc" trainium.eks.trainium_capacity_info >/dev/null
+"$BIN/ansible-doc" -t role trainium.eks.preflight >/dev/null
+"$BIN/ansible-playbook" -i inventory trainium.eks.preflight

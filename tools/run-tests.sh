@@ -4,7 +4,7 @@
 # stopped at the end, whatever happens.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
+cd "$ROOT" || exit 1
 BIN="${VENV:-$ROOT/.venv}/bin"
 export PATH="$BIN:$PATH" ANSIBLE_CONFIG="$ROOT/ansible.cfg"
 
