@@ -39,6 +39,7 @@ RESERVATION_RE = re.compile(r"^cr-[0-9a-f]{8,17}$")
 ECR_REPO_RE = re.compile(r"^(?:[a-z0-9]+(?:[._-][a-z0-9]+)*/)*[a-z0-9]+(?:[._-][a-z0-9]+)*$")
 IMAGE_TAG_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")
 PINNED_IMAGE_RE = re.compile(r"^[a-z0-9.-]+(?::[0-9]+)?/[a-z0-9._/-]+(?::[A-Za-z0-9_][A-Za-z0-9._-]{0,127})?(?:@sha256:[0-9a-f]{64})?$")
+ENDPOINT_RE = re.compile(r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?/?$")
 S3_URL_RE = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[^\s]*)?$")
 DATASET_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 LABEL_KEY_RE = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
@@ -238,6 +239,9 @@ def deployment_errors(variables):
         "2-40 letters, digits and '-', starting with a letter and not ending with '-'",
     )
     _check_re(errors, "trainium_region", variables.get("trainium_region"), REGION_RE, "an AWS region name such as 'us-west-2'")
+    endpoint = variables.get("trainium_aws_endpoint_url") or ""
+    if endpoint:
+        _check_re(errors, "trainium_aws_endpoint_url", endpoint, ENDPOINT_RE, "empty for AWS itself, or an http(s) URL such as 'http://127.0.0.1:5000'")
     version = variables.get("trainium_kubernetes_version")
     if isinstance(version, float):
         errors.add(

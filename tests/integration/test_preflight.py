@@ -89,6 +89,8 @@ def test_pinned_zone_by_id(aws, run_playbook, local_vars):
 STATIC_CASES = [
     ("cluster-name-underscore", "trainium_cluster_name", "trn_bert", ["trainium_cluster_name: got 'trn_bert'", "letters, digits and '-'"]),
     ("cluster-name-too-long", "trainium_cluster_name", "t" * 41, ["trainium_cluster_name: got 't", "2-40 letters"]),
+    ("endpoint-without-scheme", "trainium_aws_endpoint_url", "127.0.0.1:5000",
+     ["trainium_aws_endpoint_url: got '127.0.0.1:5000'", "an http(s) URL"]),
     ("region-typo", "trainium_region", "us-west2", ["trainium_region: got 'us-west2'", "AWS region name"]),
     ("k8s-version-unsupported", "trainium_kubernetes_version", "1.25", ["trainium_kubernetes_version", "1.25", "1.31, 1.32, 1.33, 1.34, 1.35"]),
     ("pools-empty", "trainium_node_pools", [], ["trainium_node_pools: got [] (list)", "a list of 1 to 10 node pools"]),
