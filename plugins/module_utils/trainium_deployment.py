@@ -294,12 +294,12 @@ def _place_pool(errors, index, pool, capacity, region, preferred):
                 f"a reservation in state {' or '.join(USABLE_RESERVATION_STATES)}; this one is {reservation['state']}",
             )
             return None
-        if pool["count"] > reservation["total_instance_count"]:
-            errors.add(
-                f"{base}.count", pool["count"],
-                f"at most {reservation['total_instance_count']}, the number of instances reservation {reservation_id} holds",
-            )
-            return None
+        held = reservation["total_instance_count"]
+        for key in ("count", "max_count"):
+            # A node group may not grow past what its reservation holds either.
+            if pool.get(key) is not None and pool[key] > held:
+                errors.add(f"{base}.{key}", pool[key], f"at most {held}, the number of instances reservation {reservation_id} holds")
+                return None
         candidates = [z for z in zones if z["name"] == reservation["availability_zone"]]
         if not candidates:
             errors.add(

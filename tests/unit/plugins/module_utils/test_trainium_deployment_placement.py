@@ -185,6 +185,14 @@ def test_count_above_reservation(capacity):
     )
 
 
+def test_max_count_above_reservation(capacity):
+    error = _single_error(place_node_pools([_pool(count=2, max_count=6, capacity_reservation_id="cr-0123456789abcdef0")], capacity, REGION))
+    assert error == (
+        "trainium_node_pools[0].max_count: got 6 (int); "
+        "allowed: at most 4, the number of instances reservation cr-0123456789abcdef0 holds"
+    )
+
+
 def test_count_equal_to_reservation(capacity):
     assert place_node_pools([_pool(count=4, capacity_reservation_id="cr-0123456789abcdef0")], capacity, REGION)["errors"] == []
 
