@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# moto server: the AWS APIs, with the additions in tools/rehearsal/moto_ext.py.
+MOTO_PORT="${TRAINIUM_MOTO_PORT:-5000}"
+
+moto_healthy() {
+  # A busy server may take a moment to answer: three tries before "unhealthy".
+  local try
+  for try in 1 2 3; do
+    http_ok "http://$HOST:$MOTO_PORT/moto-api/data.json" && return 0
+    sleep "$try"
+  done
+  return 1
+}
+
+svc_moto_up() {
+  ensure_daemon moto moto_healthy 60 "$MOTO_PORT" -- \
+    "$VENV/bin/python" "$ROOT/tools/rehearsal/moto_server.py" "$HOST" "$MOTO_PORT"
+}
+
+svc_moto_down() {
+  stop_service moto
+  stop_port_leftover moto "$MOTO_PORT" "tools/rehearsal/moto_server.py"
+}
+
+svc_moto_status() { pid_alive moto && moto_healthy; }
+
+svc_moto_env() {
+  cat <<ENV
+export TRAINIUM_AWS_ENDPOINT_URL="http://$HOST:$MOTO_PORT"
+export AWS_ENDPOINT_URL="http://$HOST:$MOTO_PORT"
+# moto accepts any credentials; these are fake and only ever sent to loopback.
+export AWS_ACCESS_KEY_ID=rehearsal
+export AWS_SECRET_ACCESS_KEY=rehearsal
+export AWS_DEFAULT_REGION=us-west-2
+unset AWS_PROFILE AWS_SESSION_TOKEN
+ENV
+}
+
+svc_moto_ports() { echo "$MOTO_PORT"; }
