@@ -3,20 +3,33 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Documented additions to moto server for the trainium.eks rehearsal.
 
-moto 5.2.5 does not implement EC2 On-Demand Capacity Reservations, which the
-preflight stage reads. This adds CreateCapacityReservation,
-DescribeCapacityReservations (ids and the filters instance-type, state,
-availability-zone, reservation-type) and CancelCapacityReservation to moto's
-EC2 responses, keeping the response shapes of the EC2 API reference; moto
-serializes them from the botocore model like its own answers. Reservations
-live on the region's EC2 backend, so `POST /moto-api/reset` clears them.
+Each one closes a moto 5.2.5 gap that blocks a real code path of the
+collection, keeping the response shapes of the AWS API reference (moto
+serializes them from the botocore model like its own answers). Nothing in
+the collection knows about this file.
 
-Nothing in the collection knows about this file.
+1. EC2 capacity reservations. moto answers NotImplemented; this adds
+   CreateCapacityReservation, DescribeCapacityReservations (ids and the
+   filters instance-type, state, availability-zone, reservation-type,
+   instance-match-criteria) and CancelCapacityReservation. Reservations live
+   on the region's EC2 backend, so `POST /moto-api/reset` clears them.
+2. FSx file system lifecycle. moto's CreateFileSystem/DescribeFileSystems
+   answers carry no Lifecycle, so a waiter for AVAILABLE never ends. As AWS
+   documents, a new file system is CREATING, then AVAILABLE; here that takes
+   TRAINIUM_REHEARSAL_FSX_CREATE_SECONDS (default 3) seconds.
+3. EKS cluster endpoint. moto invents an endpoint and a random "CA". When
+   TRAINIUM_REHEARSAL_KUBE_ENDPOINT is set and the PEM file named by
+   TRAINIUM_REHEARSAL_KUBE_CA_FILE exists, CreateCluster and DescribeCluster
+   answer with the rehearsal's kube-apiserver URL and its CA (base64 PEM, as
+   EKS does), so the collection reaches Kubernetes the way it does on AWS.
 """
 
 from __future__ import annotations
 
+import base64
 import datetime
+import os
+import time
 import uuid
 
 from moto.core.responses import ActionResult
@@ -109,7 +122,42 @@ def cancel_capacity_reservation(self):
     return ActionResult({"Return": True})
 
 
+def _fsx_to_dict(original):
+    def to_dict(self):
+        answer = original(self)
+        if "Lifecycle" not in answer:
+            created = self.__dict__.setdefault("_trainium_created", time.monotonic())
+            delay = float(os.environ.get("TRAINIUM_REHEARSAL_FSX_CREATE_SECONDS", "3"))
+            answer["Lifecycle"] = "AVAILABLE" if time.monotonic() - created >= delay else "CREATING"
+        return answer
+
+    return to_dict
+
+
+def _local_apiserver(cluster):
+    endpoint = os.environ.get("TRAINIUM_REHEARSAL_KUBE_ENDPOINT")
+    ca_file = os.environ.get("TRAINIUM_REHEARSAL_KUBE_CA_FILE")
+    if endpoint and ca_file and os.path.isfile(ca_file):
+        with open(ca_file, "rb") as pem:
+            cluster.certificate_authority = {"data": base64.b64encode(pem.read()).decode("ascii")}
+        cluster.endpoint = endpoint
+    return cluster
+
+
+def _eks_cluster_call(original):
+    def call(self, *args, **kwargs):
+        return _local_apiserver(original(self, *args, **kwargs))
+
+    return call
+
+
 def install():
+    from moto.eks.models import EKSBackend  # pylint: disable=import-outside-toplevel
+    from moto.fsx.models import FileSystem  # pylint: disable=import-outside-toplevel
+
+    FileSystem.to_dict = _fsx_to_dict(FileSystem.to_dict)
+    EKSBackend.create_cluster = _eks_cluster_call(EKSBackend.create_cluster)
+    EKSBackend.describe_cluster = _eks_cluster_call(EKSBackend.describe_cluster)
     EC2Response.create_capacity_reservation = create_capacity_reservation
     EC2Response.describe_capacity_reservations = describe_capacity_reservations
     EC2Response.cancel_capacity_reservation = cancel_capacity_reservation
