@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-requirements
 export PATH := $(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: help setup lock lint sanity units integration molecule build test site rehearsal-up rehearsal-down changelog clean
+.PHONY: help system-deps setup lock lint sanity units integration molecule build test site rehearsal-up rehearsal-down changelog clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -21,7 +21,10 @@ $(STAMP): requirements.txt
 	@mkdir -p .collections/ansible_collections/trainium
 	@ln -sfn ../../.. .collections/ansible_collections/trainium/eks
 
-setup: $(STAMP) .collections/ansible_collections/trainium/eks ## Virtualenv with every pinned dependency (idempotent)
+system-deps:
+	@tools/system-deps.sh
+
+setup: system-deps $(STAMP) .collections/ansible_collections/trainium/eks ## Debian packages, virtualenv with every pinned dependency (idempotent)
 	@echo "setup: $$($(BIN)/ansible --version | head -1), collections linked under .collections/"
 
 lock: ## Re-resolve requirements.in into requirements.txt with hashes

@@ -27,12 +27,12 @@ LOCAL_VARS = ROOT / "inventories" / "local" / "group_vars" / "all" / "deployment
 
 
 def _read_env_file(path):
-    env = {}
-    for line in path.read_text().splitlines():
-        if line.startswith("export "):
-            key, value = line[len("export "):].split("=", 1)
-            env[key] = value.strip('"')
-    return env
+    """The whole environment as bash sees it after sourcing env.sh (PATH expanded, unset honoured)."""
+    dump = subprocess.run(
+        ["bash", "-c", 'source "$1" && env -0', "env.sh", str(path)],
+        capture_output=True, check=True,
+    ).stdout.decode()
+    return dict(item.split("=", 1) for item in dump.split("\0") if "=" in item)
 
 
 @pytest.fixture(scope="session")
@@ -118,8 +118,7 @@ def run_playbook(rehearsal, tmp_path):
             vars_file.write_text(json.dumps(extra_vars))
             cmd += ["-e", f"@{vars_file}"]
         cmd += list(args)
-        env = dict(os.environ)
-        env.update(rehearsal)
+        env = dict(rehearsal)
         env.update(ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
         completed = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
         return PlaybookResult(completed)

@@ -145,13 +145,14 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def do_GET(self):  # noqa: N802 - http.server naming
-        if self.path == "/healthz":
+        if urllib.parse.urlsplit(self.path).path == "/healthz":
             self._answer(200, {"status": "ok"})
         else:
             self._answer(404, {"error": "not found"})
 
     def do_POST(self):  # noqa: N802 - http.server naming
-        if self.path != "/authenticate":
+        # kube-apiserver adds ?timeout=...
+        if urllib.parse.urlsplit(self.path).path != "/authenticate":
             self._answer(404, {"error": "not found"})
             return
         length = int(self.headers.get("Content-Length", "0"))

@@ -23,7 +23,7 @@ source "$ROOT/tools/rehearsal/lib.sh"
 
 # Start order; a name without a file in services/ is not part of the stack yet.
 SERVICES=()
-for service in moto etcd kube rendezvous kwok volcano registry; do
+for service in moto etcd authenticator kube rendezvous kwok volcano registry; do
   [[ -f "$ROOT/tools/rehearsal/services/$service.sh" ]] || continue
   # shellcheck disable=SC1090
   source "$ROOT/tools/rehearsal/services/$service.sh"
@@ -57,6 +57,10 @@ case "${1:-}" in
       done
     done
     if (( ${#open[@]} )); then say "still listening: ${open[*]}"; exit 1; fi
+    # Nothing of ours may be left running: every daemon names $STATE or one
+    # of the rehearsal's Python servers on its command line.
+    left="$(pgrep -af -- "$STATE/|tools/rehearsal/moto_server.py|tools/rehearsal/eks_authenticator.py" | grep -v "^$$ " || true)"
+    if [[ -n "$left" ]]; then say "still running:"; echo "$left"; exit 1; fi
     say "down"
     ;;
   status)

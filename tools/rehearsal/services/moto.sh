@@ -16,7 +16,7 @@ svc_moto_up() {
   # EKS DescribeCluster answers with the rehearsal's kube-apiserver and CA
   # once they exist (moto_ext.py reads these on every call).
   ensure_daemon moto moto_healthy 60 "$MOTO_PORT" -- \
-    env TRAINIUM_REHEARSAL_KUBE_ENDPOINT="https://$HOST:6443" \
+    env TRAINIUM_REHEARSAL_KUBE_ENDPOINT="https://$HOST:${KUBE_API_PORT:-6443}" \
     TRAINIUM_REHEARSAL_KUBE_CA_FILE="$STATE/pki/ca.crt" \
     "$VENV/bin/python" "$ROOT/tools/rehearsal/moto_server.py" "$HOST" "$MOTO_PORT"
 }

@@ -1,0 +1,189 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the trainium.eks project
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Create the rehearsal's fake Trainium nodes (kwok) from the inventory's node pools.
+
+    .venv/bin/python tools/rehearsal/nodes.py [INVENTORY-DIR] [--dry-run]
+
+For every pool in ``trainium_node_pools`` this makes ``count`` Node objects
+``<pool>-<index>`` that look like EKS managed-node-group nodes of that type:
+instance type, zone and node group labels, the pool's labels and taints, and
+capacity/allocatable as the device plugins of a real node report them
+(``aws.amazon.com/neuron``, ``aws.amazon.com/neuroncore``,
+``vpc.amazonaws.com/efa``, cpu, memory). The figures and the zone come from
+the collection's own code (``gather_capacity`` against the rehearsal's EC2
+endpoint, then ``place_node_pools``), so they match what the AWS side says.
+
+Idempotent: nodes are applied with server-side apply (object, then the status
+subresource); kwok nodes that belong to no pool any more are deleted. A node
+that ``fault.sh node-lose-neuron`` marked keeps reporting 0 Neuron devices.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import boto3
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / ".collections"))
+
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_capacity import gather_capacity  # noqa: E402
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_deployment import place_node_pools  # noqa: E402
+
+FIELD_MANAGER = "rehearsal-nodes"
+KWOK_LABEL = ("type", "kwok")
+KWOK_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
+# Set by fault.sh node-lose-neuron; the value holds the figures to restore.
+NEURON_LOST = "rehearsal.trainium.eks/neuron-lost"
+NEURON_RESOURCES = ("aws.amazon.com/neuron", "aws.amazon.com/neuroncore")
+MAX_PODS = 110
+
+
+def load_variables(inventory):
+    """The inventory's group_vars/all (every *.yml in it), Jinja-valued keys left out."""
+    group_vars = pathlib.Path(inventory) / "group_vars" / "all"
+    files = sorted(group_vars.glob("*.yml")) + sorted(group_vars.glob("*.yaml")) if group_vars.is_dir() else [group_vars.with_suffix(".yml")]
+    variables = {}
+    for path in files:
+        variables.update(yaml.safe_load(path.read_text()) or {})
+    return {key: value for key, value in variables.items() if not (isinstance(value, str) and "{{" in value)}
+
+
+def ec2_client(region):
+    endpoint = os.environ.get("TRAINIUM_AWS_ENDPOINT_URL") or os.environ.get("AWS_ENDPOINT_URL")
+    if not endpoint:
+        sys.exit("nodes.py: TRAINIUM_AWS_ENDPOINT_URL is not set; source .rehearsal/env.sh first")
+    return boto3.session.Session(region_name=region).client("ec2", endpoint_url=endpoint)
+
+
+def plan_pools(variables):
+    """Every pool with its instance figures and zone, as the collection computes them."""
+    pools = variables.get("trainium_node_pools") or []
+    region = variables["trainium_region"]
+    capacity = gather_capacity(ec2_client(region), [p["instance_type"] for p in pools])
+    placement = place_node_pools(pools, capacity, region)
+    if placement["errors"]:
+        sys.exit("nodes.py: the node pools cannot be placed:\n" + json.dumps(placement["errors"], indent=2))
+    zones = {p["name"]: p["availability_zone"] for p in placement["node_pools"]}
+    planned = []
+    for pool in pools:
+        info = capacity["instance_types"][pool["instance_type"]]
+        planned.append({"pool": pool, "info": info, "zone": zones[pool["name"]], "region": region})
+    return planned
+
+
+def resources(info):
+    return {
+        "aws.amazon.com/neuron": str(info["neuron_devices"]),
+        "aws.amazon.com/neuroncore": str(info["neuron_cores"]),
+        "vpc.amazonaws.com/efa": str(info["max_efa_interfaces"]),
+        "cpu": str(info["vcpus"]),
+        # MiB, written the way the API server stores the quantity (524288Mi
+        # comes back as 512Gi), so that a second apply changes nothing.
+        "memory": f"{info['memory_mib'] // 1024}Gi" if info["memory_mib"] % 1024 == 0 else f"{info['memory_mib']}Mi",
+        "pods": str(MAX_PODS),
+        "ephemeral-storage": "100Gi",
+    }
+
+
+def taint(spec):
+    out = {"key": spec["key"], "effect": spec.get("effect", "NoSchedule")}
+    if spec.get("value") is not None:
+        out["value"] = str(spec["value"])
+    return out
+
+
+def node_objects(planned, cluster, lost):
+    """The Node objects (metadata+spec) and their status, by name."""
+    nodes = {}
+    for item in planned:
+        pool, info = item["pool"], item["info"]
+        labels = {str(k): str(v) for k, v in (pool.get("labels") or {}).items()}
+        labels.update({
+            "node.kubernetes.io/instance-type": pool["instance_type"],
+            "topology.kubernetes.io/zone": item["zone"],
+            "topology.kubernetes.io/region": item["region"],
+            "eks.amazonaws.com/nodegroup": f"{cluster}-{pool['name']}",
+            "eks.amazonaws.com/capacityType": pool.get("capacity_type", "ON_DEMAND"),
+            "kubernetes.io/arch": "amd64",
+            "kubernetes.io/os": "linux",
+            KWOK_LABEL[0]: KWOK_LABEL[1],
+        })
+        for index in range(int(pool["count"])):
+            name = f"{pool['name']}-{index}"
+            figures = resources(info)
+            if name in lost:
+                figures.update({resource: "0" for resource in NEURON_RESOURCES})
+            node = {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {
+                    "name": name,
+                    "labels": dict(labels, **{"kubernetes.io/hostname": name}),
+                    "annotations": {KWOK_ANNOTATION[0]: KWOK_ANNOTATION[1], "node.alpha.kubernetes.io/ttl": "0"},
+                },
+                "spec": {},
+                "status": {
+                    "capacity": figures,
+                    "allocatable": dict(figures),
+                },
+            }
+            if pool.get("taints"):
+                node["spec"]["taints"] = [taint(t) for t in pool["taints"]]
+            nodes[name] = node
+    return nodes
+
+
+class Kubectl:
+    def __init__(self):
+        state = pathlib.Path(os.environ.get("TRAINIUM_REHEARSAL_DIR", ROOT / ".rehearsal"))
+        local = state / "bin" / "kubectl"
+        self.binary = str(local) if local.exists() else shutil.which("kubectl")
+        if not self.binary:
+            sys.exit("nodes.py: no kubectl in $TRAINIUM_REHEARSAL_DIR/bin or on PATH")
+
+    def __call__(self, *args, stdin=None):
+        completed = subprocess.run([self.binary, *args], input=stdin, capture_output=True, text=True, check=False)
+        if completed.returncode != 0:
+            sys.exit(f"nodes.py: kubectl {' '.join(args)} failed:\n{completed.stderr}")
+        return completed.stdout
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
+    parser.add_argument("inventory", nargs="?", default=str(ROOT / "inventories" / "local"))
+    parser.add_argument("--dry-run", action="store_true", help="print the nodes as JSON and apply nothing")
+    args = parser.parse_args()
+
+    variables = load_variables(args.inventory)
+    planned = plan_pools(variables)
+    if args.dry_run:
+        print(json.dumps(list(node_objects(planned, variables["trainium_cluster_name"], set()).values()), indent=2))
+        return
+
+    kubectl = Kubectl()
+    existing = json.loads(kubectl("get", "nodes", "-l", "=".join(KWOK_LABEL), "-o", "json"))["items"]
+    lost = {n["metadata"]["name"] for n in existing if NEURON_LOST in (n["metadata"].get("annotations") or {})}
+    nodes = node_objects(planned, variables["trainium_cluster_name"], lost)
+    apply = ("apply", "--server-side", "--force-conflicts", f"--field-manager={FIELD_MANAGER}", "-f", "-")
+    listing = json.dumps({"apiVersion": "v1", "kind": "List", "items": list(nodes.values())})
+    kubectl(*apply, stdin=listing)
+    statuses = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}, "status": node["status"]} for name, node in nodes.items()]
+    kubectl(*apply[:-2], "--subresource=status", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": statuses}))
+    stale = sorted(n["metadata"]["name"] for n in existing if n["metadata"]["name"] not in nodes)
+    if stale:
+        kubectl("delete", "node", *stale)
+    summary = ", ".join(f"{item['pool']['name']}: {item['pool']['count']} x {item['pool']['instance_type']} in {item['zone']}" for item in planned)
+    print(f"kwok nodes: {summary}; {len(nodes)} applied{', deleted ' + ' '.join(stale) if stale else ''}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# kwok: the fake Trainium worker nodes. Built from sigs.k8s.io/kwok (wrapper
+# module tools/rehearsal/go/kwok); it manages only nodes labelled type=kwok.
+# Stages: kwok's own "fast" node and pod stages, read from its pinned module in
+# the Go module cache (pods go Running, deleted pods go away; kwok's
+# pod-complete is left out because it would finish Volcano's pods at once),
+# plus the rehearsal's in tools/rehearsal/kwok/stages/ (a pod Succeeds or
+# Fails on request, by annotation). The nodes themselves come from the inventory's
+# node pools: tools/rehearsal/nodes.py, run on every `up` (idempotent).
+# Needs services/kube.sh (apiserver, admin kubeconfig, kubectl) and moto.
+KWOK_VERSION=v0.8.0
+KWOK_PORT="${TRAINIUM_KWOK_PORT:-10247}"
+KWOK_INVENTORY="${TRAINIUM_REHEARSAL_INVENTORY:-$ROOT/inventories/local}"
+
+kwok_healthy() { http_ok "http://$HOST:$KWOK_PORT/healthz"; }
+
+# The kwok nodes for the inventory's node pools, with the AWS figures that the
+# rehearsal's EC2 endpoint (moto) reports.
+kwok_nodes() {
+  (
+    if declare -F svc_moto_env >/dev/null; then eval "$(svc_moto_env)"; fi
+    export KUBECONFIG="$STATE/kubeconfig" TRAINIUM_REHEARSAL_DIR="$STATE"
+    "$VENV/bin/python" "$ROOT/tools/rehearsal/nodes.py" "$KWOK_INVENTORY"
+  ) | while IFS= read -r line; do say "$line"; done
+}
+
+# The stage files kwok loads, one per line.
+kwok_stage_files() {
+  local dir
+  dir="$(cd "$ROOT/tools/rehearsal/go/kwok" && "$GO" mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" |
+    "$VENV/bin/python" -c 'import json, sys; print(json.load(sys.stdin)["Dir"])')"
+  printf '%s\n' \
+    "$dir/kustomize/stage/node/fast/node-initialize.yaml" \
+    "$dir/kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml" \
+    "$dir/kustomize/stage/pod/fast/pod-ready.yaml" \
+    "$dir/kustomize/stage/pod/fast/pod-delete.yaml" \
+    "$ROOT"/tools/rehearsal/kwok/stages/*.yaml
+}
+
+svc_kwok_up() {
+  go_build_cached kwok "$KWOK_VERSION" "$ROOT/tools/rehearsal/go/kwok" sigs.k8s.io/kwok/cmd/kwok \
+    "-X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v}"
+  local stages=() config_args=() sum
+  mapfile -t stages < <(kwok_stage_files)
+  for file in "${stages[@]}"; do config_args+=(--config="$file"); done
+  # kwok reads its stages once: restart it when they changed.
+  sum="$(cat "${stages[@]}" | sha256sum | cut -d' ' -f1)"
+  if pid_alive kwok && [[ "$(cat "$RUN/kwok.stages" 2>/dev/null)" != "$sum" ]]; then
+    say "kwok stages changed; restarting kwok"
+    stop_service kwok
+  fi
+  echo "$sum" >"$RUN/kwok.stages"
+  ensure_daemon kwok kwok_healthy 60 "$KWOK_PORT" -- \
+    "$STATE/bin/kwok" \
+    --kubeconfig="$STATE/kubeconfig" \
+    "${config_args[@]}" \
+    --manage-all-nodes=false \
+    --manage-nodes-with-label-selector=type=kwok \
+    --server-address="$HOST:$KWOK_PORT" \
+    --cidr=10.244.0.0/16 \
+    --node-ip=10.0.0.1
+  kwok_nodes
+}
+
+svc_kwok_down() {
+  stop_service kwok
+  rm -f "$RUN/kwok.stages"
+  stop_port_leftover kwok "$KWOK_PORT" "$STATE/kubeconfig"
+}
+
+svc_kwok_status() { pid_alive kwok && kwok_healthy; }
+
+svc_kwok_env() {
+  echo "export TRAINIUM_KWOK_URL=\"http://$HOST:$KWOK_PORT\""
+}
+
+svc_kwok_ports() { echo "$KWOK_PORT"; }

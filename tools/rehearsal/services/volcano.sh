@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Volcano: vc-controller-manager (Jobs -> pods + PodGroups, queues) and
+# vc-scheduler (gang scheduling), built from volcano.sh/volcano (wrapper module
+# tools/rehearsal/go/volcano), with the CRDs from the same module version.
+# No admission webhook: Jobs set queue, schedulerName, minAvailable and task
+# names themselves. Both run with the admin kubeconfig (also as $KUBECONFIG,
+# which a device-sharing plugin inside the scheduler looks for), leader
+# election off.
+# Needs services/kube.sh.
+VOLCANO_VERSION=v1.10.0
+VOLCANO_SCHED_HEALTH_PORT="${TRAINIUM_VOLCANO_SCHED_HEALTH_PORT:-11251}"
+VOLCANO_CM_HEALTH_PORT="${TRAINIUM_VOLCANO_CM_HEALTH_PORT:-11252}"
+VOLCANO_INVENTORY="${TRAINIUM_REHEARSAL_INVENTORY:-$ROOT/inventories/local}"
+
+vc_scheduler_healthy() { http_ok "http://$HOST:$VOLCANO_SCHED_HEALTH_PORT/healthz"; }
+vc_cm_healthy() { http_ok "http://$HOST:$VOLCANO_CM_HEALTH_PORT/healthz"; }
+
+volcano_kubectl() { KUBECONFIG="$STATE/kubeconfig" "$STATE/bin/kubectl" "$@"; }
+
+# Server-side apply, saying only what changed (unchanged objects stay untouched).
+volcano_quiet_apply() {
+  local out line
+  out="$(volcano_kubectl apply --server-side --field-manager=rehearsal-volcano "$@")" || return 1
+  while IFS= read -r line; do
+    [[ -z "$line" || "$line" == *serverside-applied ]] || say "$line"
+  done <<<"$out"
+}
+
+# Where the Go module cache holds volcano.sh/volcano at the pinned version
+# (checked against the wrapper's go.sum; downloaded if it is not there).
+volcano_module_dir() {
+  (cd "$ROOT/tools/rehearsal/go/volcano" && "$GO" mod download -json "volcano.sh/volcano@$VOLCANO_VERSION") |
+    sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$/\1/p'
+}
+
+# The Volcano CRDs (server-side apply: unchanged CRDs stay untouched), then
+# the job queue the inventory names (trainium_job.queue).
+volcano_apply() {
+  local dir queue crd
+  dir="$(volcano_module_dir)"
+  if [[ -z "$dir" || ! -d "$dir/config/crd/volcano/bases" ]]; then
+    say "cannot find volcano.sh/volcano@$VOLCANO_VERSION in the Go module cache"
+    return 1
+  fi
+  volcano_quiet_apply --force-conflicts -f "$dir/config/crd/volcano/bases" -f "$dir/config/crd/jobflow/bases"
+  for crd in jobs.batch.volcano.sh podgroups.scheduling.volcano.sh queues.scheduling.volcano.sh \
+    commands.bus.volcano.sh jobflows.flow.volcano.sh jobtemplates.flow.volcano.sh; do
+    volcano_kubectl wait --for=condition=Established --timeout=60s "crd/$crd" >/dev/null
+  done
+  queue="$("$VENV/bin/python" - "$VOLCANO_INVENTORY/group_vars/all/deployment.yml" <<'PY'
+import sys
+import yaml
+with open(sys.argv[1]) as handle:
+    print((yaml.safe_load(handle).get("trainium_job") or {}).get("queue") or "default")
+PY
+)"
+  volcano_quiet_apply -f - <<QUEUE
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata:
+  name: $queue
+spec:
+  weight: 1
+  reclaimable: true
+QUEUE
+  say "volcano CRDs applied; queue $queue"
+}
+
+svc_volcano_up() {
+  local ldflags="-X volcano.sh/volcano/pkg/version.Version=$VOLCANO_VERSION"
+  go_build_cached vc-scheduler "$VOLCANO_VERSION" "$ROOT/tools/rehearsal/go/volcano" \
+    volcano.sh/volcano/cmd/scheduler "$ldflags"
+  go_build_cached vc-controller-manager "$VOLCANO_VERSION" "$ROOT/tools/rehearsal/go/volcano" \
+    volcano.sh/volcano/cmd/controller-manager "$ldflags"
+  volcano_apply
+  mkdir -p "$STATE/volcano"
+  ensure_daemon vc-controller-manager vc_cm_healthy 60 "$VOLCANO_CM_HEALTH_PORT" -- \
+    env KUBECONFIG="$STATE/kubeconfig" "$STATE/bin/vc-controller-manager" \
+    --kubeconfig="$STATE/kubeconfig" \
+    --leader-elect=false \
+    --enable-healthz=true --healthz-address="$HOST:$VOLCANO_CM_HEALTH_PORT" \
+    -v=2
+  ensure_daemon vc-scheduler vc_scheduler_healthy 60 "$VOLCANO_SCHED_HEALTH_PORT" -- \
+    env KUBECONFIG="$STATE/kubeconfig" "$STATE/bin/vc-scheduler" \
+    --kubeconfig="$STATE/kubeconfig" \
+    --scheduler-conf="$ROOT/tools/rehearsal/volcano/scheduler.conf" \
+    --leader-elect=false \
+    --enable-healthz=true --healthz-address="$HOST:$VOLCANO_SCHED_HEALTH_PORT" \
+    --enable-metrics=false \
+    --cache-dump-dir="$STATE/volcano" \
+    -v=3
+}
+
+svc_volcano_down() {
+  stop_service vc-scheduler
+  stop_port_leftover vc-scheduler "$VOLCANO_SCHED_HEALTH_PORT" "tools/rehearsal/volcano/scheduler.conf"
+  stop_service vc-controller-manager
+  stop_port_leftover vc-controller-manager "$VOLCANO_CM_HEALTH_PORT" "vc-controller-manager"
+}
+
+svc_volcano_status() {
+  pid_alive vc-controller-manager && vc_cm_healthy && pid_alive vc-scheduler && vc_scheduler_healthy
+}
+
+# Nothing to export: Jobs name schedulerName volcano and their queue.
+svc_volcano_env() { :; }
+
+svc_volcano_ports() { echo "$VOLCANO_SCHED_HEALTH_PORT $VOLCANO_CM_HEALTH_PORT"; }
