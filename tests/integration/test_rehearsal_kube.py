@@ -35,10 +35,7 @@ DAEMONS = ("etcd-kube", "kube-apiserver", "kube-controller-manager", "kube-sched
 @pytest.fixture(scope="module")
 def kube_env(rehearsal):
     """The process environment of a shell that sourced .rehearsal/env.sh."""
-    env = dict(os.environ)
-    for key, value in rehearsal.items():
-        env[key] = value.replace("$PATH", os.environ.get("PATH", ""))
-    return env
+    return dict(rehearsal)
 
 
 @pytest.fixture(scope="module")

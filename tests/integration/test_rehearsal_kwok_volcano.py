@@ -11,7 +11,6 @@ rehearsal's EC2 endpoint (moto).
 from __future__ import annotations
 
 import json
-import os
 import pathlib
 import subprocess
 import sys
@@ -33,13 +32,9 @@ class Kube:
     """kubectl of the rehearsal, with its admin kubeconfig."""
 
     def __init__(self, env):
-        self.env = dict(os.environ)
-        # env.sh's PATH line refers to $PATH, which the fixture does not expand.
-        self.env.update({key: value for key, value in env.items() if key != "PATH"})
-        state = pathlib.Path(env["TRAINIUM_REHEARSAL_DIR"])
-        self.env["PATH"] = os.pathsep.join([str(state / "bin"), os.environ.get("PATH", os.defpath)])
-        self.env.setdefault("KUBECONFIG", str(state / "kubeconfig"))
-        self.kubectl = str(state / "bin" / "kubectl")
+        # The environment of a shell that sourced env.sh: KUBECONFIG, PATH with $STATE/bin first.
+        self.env = dict(env)
+        self.kubectl = str(pathlib.Path(env["TRAINIUM_REHEARSAL_DIR"]) / "bin" / "kubectl")
 
     def run(self, *args, stdin=None, check=True):
         completed = subprocess.run(

@@ -17,8 +17,7 @@ VENV_BIN = pathlib.Path(os.environ.get("VENV", ROOT / ".venv")) / "bin"
 
 
 def capacity_info(rehearsal, module_args, check=False):
-    env = dict(os.environ)
-    env.update(rehearsal)
+    env = dict(rehearsal)
     env.update(
         ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
         ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
@@ -89,13 +88,7 @@ def test_reservations_by_id_and_by_lookup(aws, rehearsal):
 
 
 def test_missing_region_fails_clearly(aws, rehearsal):
-    env_without_region = {k: v for k, v in rehearsal.items() if k != "AWS_DEFAULT_REGION"}
-    saved = os.environ.pop("AWS_DEFAULT_REGION", None), os.environ.pop("AWS_REGION", None)
-    try:
-        result = capacity_info(env_without_region, {"instance_types": ["trn1.32xlarge"]})
-    finally:
-        for key, value in zip(("AWS_DEFAULT_REGION", "AWS_REGION"), saved):
-            if value is not None:
-                os.environ[key] = value
+    env_without_region = {k: v for k, v in rehearsal.items() if k not in ("AWS_DEFAULT_REGION", "AWS_REGION")}
+    result = capacity_info(env_without_region, {"instance_types": ["trn1.32xlarge"]})
     assert result["failed"] is True
     assert "region" in result["msg"].lower()
