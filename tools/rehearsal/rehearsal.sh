@@ -22,8 +22,11 @@ export ROOT STATE VENV HOST LOGS RUN
 source "$ROOT/tools/rehearsal/lib.sh"
 
 # Start order; a name without a file in services/ is not part of the stack yet.
+# TRAINIUM_REHEARSAL_SERVICES="moto" (space-separated, in start order) runs a
+# subset, e.g. a private AWS API for one developer's tests next to the shared
+# stack: TRAINIUM_REHEARSAL_DIR=/tmp/mine TRAINIUM_MOTO_PORT=5101.
 SERVICES=()
-for service in moto etcd authenticator kube rendezvous kwok volcano registry; do
+for service in ${TRAINIUM_REHEARSAL_SERVICES:-moto etcd authenticator kube rendezvous kwok volcano registry}; do
   [[ -f "$ROOT/tools/rehearsal/services/$service.sh" ]] || continue
   # shellcheck disable=SC1090
   source "$ROOT/tools/rehearsal/services/$service.sh"
@@ -59,7 +62,12 @@ case "${1:-}" in
     if (( ${#open[@]} )); then say "still listening: ${open[*]}"; exit 1; fi
     # Nothing of ours may be left running: every daemon names $STATE or one
     # of the rehearsal's Python servers on its command line.
-    left="$(pgrep -af -- "$STATE/|tools/rehearsal/moto_server.py|tools/rehearsal/eks_authenticator.py" | grep -v "^$$ " || true)"
+    # Our processes: anything run from $STATE, and the two Python servers on
+    # this stack's ports (another stack's servers are not ours to report).
+    ours="$STATE/"
+    if [[ -n "${MOTO_PORT:-}" ]]; then ours+="|tools/rehearsal/moto_server.py $HOST $MOTO_PORT\$"; fi
+    if [[ -n "${AUTHENTICATOR_PORT:-}" ]]; then ours+="|tools/rehearsal/eks_authenticator.py $HOST $AUTHENTICATOR_PORT\$"; fi
+    left="$(pgrep -af -- "$ours" | grep -v "^$$ " || true)"
     if [[ -n "$left" ]]; then say "still running:"; echo "$left"; exit 1; fi
     say "down"
     ;;
