@@ -28,6 +28,9 @@ SEQUENCE_LENGTHS = (128, 512)
 MAX_POOLS = 10
 MAX_NODES_PER_POOL = 100
 MAX_FSX_GIB = 2400 * 1000
+# AWS allows 50 tags per resource; the collection sets three of its own.
+MAX_USER_TAGS = 40
+RESERVED_TAG_KEYS = ("trainium.eks/cluster", "ManagedBy", "Name")
 
 CLUSTER_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,38}[A-Za-z0-9]$")
 REGION_RE = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]$")
@@ -228,6 +231,23 @@ def _validate_job(errors, job, pool_names):
     _check_choice(errors, "trainium_job.precision", job.get("precision", "bf16"), PRECISIONS)
 
 
+def _validate_tags(errors, tags):
+    if tags is None:
+        return
+    if not _check_mapping(errors, "trainium_tags", tags):
+        return
+    if len(tags) > MAX_USER_TAGS:
+        errors.add("trainium_tags", f"{len(tags)} tags", f"at most {MAX_USER_TAGS} tags (AWS allows 50 per resource; the collection adds 3)")
+    for key, value in tags.items():
+        name = f"trainium_tags[{key!r}]"
+        if not isinstance(key, str) or not 1 <= len(key) <= 128 or key.lower().startswith("aws:"):
+            errors.add(name, key, "a key of 1-128 characters that does not start with 'aws:'")
+        elif key in RESERVED_TAG_KEYS:
+            errors.add(name, key, f"a key other than {', '.join(RESERVED_TAG_KEYS)} (the collection sets those itself)")
+        if not isinstance(value, str) or len(value) > 256:
+            errors.add(name, value, "a string of at most 256 characters")
+
+
 def deployment_errors(variables):
     """Return every problem with the user-facing deployment variables.
 
@@ -262,6 +282,7 @@ def deployment_errors(variables):
     _validate_image(errors, variables.get("trainium_image"))
     _validate_dataset(errors, variables.get("trainium_dataset"))
     _validate_job(errors, variables.get("trainium_job"), pool_names)
+    _validate_tags(errors, variables.get("trainium_tags"))
     return list(errors)
 
 

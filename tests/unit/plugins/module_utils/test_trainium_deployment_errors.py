@@ -373,3 +373,23 @@ def test_inventories_have_the_same_shape():
         assert sorted(local[name]) == sorted(aws[name]), name
     assert local["trainium_region"] == aws["trainium_region"]
     assert local["trainium_kubernetes_version"] == aws["trainium_kubernetes_version"]
+
+
+@pytest.mark.parametrize("tags, variable, allowed", [
+    pytest.param(["team=ml"], "trainium_tags", "a mapping", id="tags-list"),
+    pytest.param({"aws:createdBy": "me"}, "trainium_tags['aws:createdBy']", "does not start with 'aws:'", id="tags-aws-prefix"),
+    pytest.param({"Name": "mine"}, "trainium_tags['Name']", "the collection sets those itself", id="tags-reserved-name"),
+    pytest.param({"trainium.eks/cluster": "x"}, "trainium_tags['trainium.eks/cluster']", "the collection sets those itself", id="tags-reserved-cluster"),
+    pytest.param({"team": 7}, "trainium_tags['team']", "a string of at most 256 characters", id="tags-int-value"),
+    pytest.param({"team": "x" * 257}, "trainium_tags['team']", "a string of at most 256 characters", id="tags-long-value"),
+    pytest.param({f"k{i}": "v" for i in range(41)}, "trainium_tags", "at most 40 tags", id="tags-too-many"),
+])
+def test_bad_tags_are_named(tags, variable, allowed):
+    errors = td.deployment_errors(_variant(trainium_tags=tags))
+    assert len(errors) == 1, errors
+    _assert_message(errors[0], variable, allowed)
+
+
+def test_good_tags_and_no_tags_are_accepted():
+    assert td.deployment_errors(_variant(trainium_tags={"team": "ml-platform", "cost-center": "1234"})) == []
+    assert td.deployment_errors(_variant(trainium_tags={})) == []
