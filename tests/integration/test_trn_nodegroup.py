@@ -1,0 +1,202 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the trainium.eks project
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The trn_nodegroup role (and trainium.eks.eks_nodegroup) against moto server.
+
+Each test starts from an empty account, builds the role's inputs with boto3
+(VPC, subnets in us-west-2b and us-west-2d, EKS cluster, launch template),
+runs preflight + the role, and asserts on what EKS and IAM then list.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+CLUSTER = "trn-rehearsal"
+NODEGROUP = f"{CLUSTER}-trn1"
+NODE_ROLE = f"{CLUSTER}-node"
+
+PLAYBOOK = """
+- name: Preflight and trn_nodegroup
+  hosts: trainium
+  gather_facts: false
+  tasks:
+    - name: Run preflight
+      ansible.builtin.include_role:
+        name: trainium.eks.preflight
+      when: trn_nodegroup_state | default('present') == 'present'
+    - name: Run trn_nodegroup
+      ansible.builtin.include_role:
+        name: trainium.eks.trn_nodegroup
+    - name: Show the facts
+      ansible.builtin.debug:
+        msg: "FACTS {{ trn_nodegroup_facts | to_json }} END"
+"""
+
+
+def _recap_changed(result):
+    match = re.search(r"localhost\s*:\s*ok=\d+\s+changed=(\d+)", result.output)
+    assert match, result
+    return int(match.group(1))
+
+
+@pytest.fixture
+def inputs(aws):
+    """The upstream resources the role needs, made with boto3."""
+    ec2, eks, iam = aws.client("ec2"), aws.client("eks"), aws.client("iam")
+    trust = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"Service": "eks.amazonaws.com"}, "Action": "sts:AssumeRole"}]}
+    cluster_role = iam.create_role(RoleName=f"{CLUSTER}-test-cluster", AssumeRolePolicyDocument=json.dumps(trust))["Role"]["Arn"]
+    vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+    subnets = {
+        zone: ec2.create_subnet(VpcId=vpc, CidrBlock=cidr, AvailabilityZone=zone)["Subnet"]["SubnetId"]
+        for zone, cidr in (("us-west-2b", "10.0.0.0/20"), ("us-west-2d", "10.0.16.0/20"))
+    }
+    eks.create_cluster(name=CLUSTER, roleArn=cluster_role, resourcesVpcConfig={"subnetIds": list(subnets.values())})
+    template = ec2.create_launch_template(LaunchTemplateName=NODEGROUP, LaunchTemplateData={"InstanceType": "trn1.32xlarge"})["LaunchTemplate"]
+    return {
+        "subnets": subnets,
+        "launch_template_id": template["LaunchTemplateId"],
+        "vars": {
+            "trn_nodegroup_subnets_by_zone": {zone: {"private": subnet} for zone, subnet in subnets.items()},
+            "trn_nodegroup_launch_templates": {"trn1": {"id": template["LaunchTemplateId"], "name": NODEGROUP, "version": 1}},
+            "trn_nodegroup_launch_template_ami_id": "ami-0123456789abcdef0",
+        },
+    }
+
+
+@pytest.fixture
+def role(run_playbook, tmp_path, local_vars):
+    playbook = tmp_path / "trn_nodegroup.yml"
+    playbook.write_text(PLAYBOOK)
+
+    def run(extra=None, args=(), pools=None):
+        extra_vars = dict(extra or {})
+        if pools is not None:
+            extra_vars["trainium_node_pools"] = pools
+        return run_playbook(str(playbook), extra_vars=extra_vars, args=args)
+
+    return run
+
+
+def _pool(local_vars, **changes):
+    pool = dict(local_vars["trainium_node_pools"][0])
+    pool.update(changes)
+    return [pool]
+
+
+def _facts(result):
+    match = re.search(r"FACTS (\{.*?\}) END", result.text)
+    assert match, result
+    return json.loads(match.group(1))
+
+
+def test_create_then_unchanged(aws, inputs, role, local_vars):
+    first = role(inputs["vars"])
+    assert first.rc == 0, first
+    assert _recap_changed(first) >= 2
+    eks, iam = aws.client("eks"), aws.client("iam")
+    assert eks.list_nodegroups(clusterName=CLUSTER)["nodegroups"] == [NODEGROUP]
+    group = eks.describe_nodegroup(clusterName=CLUSTER, nodegroupName=NODEGROUP)["nodegroup"]
+    assert group["status"] == "ACTIVE"
+    assert group["scalingConfig"] == {"minSize": 2, "maxSize": 2, "desiredSize": 2}
+    assert group["subnets"] == [inputs["subnets"]["us-west-2b"]]
+    assert group["labels"] == {"trainium.eks/pool": "trn1"}
+    assert group["launchTemplate"]["id"] == inputs["launch_template_id"] and str(group["launchTemplate"]["version"]) == "1"
+    assert group["capacityType"] == "ON_DEMAND"
+    assert group["tags"] == dict(local_vars.get("trainium_tags") or {}, **{"trainium.eks/cluster": CLUSTER, "ManagedBy": "trainium.eks", "Name": NODEGROUP})
+    node_role = iam.get_role(RoleName=NODE_ROLE)["Role"]
+    assert group["nodeRole"] == node_role["Arn"]
+    assert node_role["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {"Service": "ec2.amazonaws.com"}
+    policies = sorted(p["PolicyName"] for p in iam.list_attached_role_policies(RoleName=NODE_ROLE)["AttachedPolicies"])
+    assert policies == ["AmazonEC2ContainerRegistryReadOnly", "AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy"]
+    assert iam.list_role_policies(RoleName=NODE_ROLE)["PolicyNames"] == []
+    facts = _facts(first)
+    assert set(facts) == {"node_role_arn", "nodegroups"}
+    assert set(facts["nodegroups"]["trn1"]) == {"name", "arn", "status", "availability_zone"}
+    assert facts["nodegroups"]["trn1"]["status"] == "ACTIVE" and facts["nodegroups"]["trn1"]["availability_zone"] == "us-west-2b"
+
+    second = role(inputs["vars"])
+    assert second.rc == 0, second
+    assert _recap_changed(second) == 0, second
+
+
+def test_scaling_and_label_changes_update_in_place(aws, inputs, role, local_vars):
+    assert role(inputs["vars"]).rc == 0
+    eks = aws.client("eks")
+    arn = eks.describe_nodegroup(clusterName=CLUSTER, nodegroupName=NODEGROUP)["nodegroup"]["nodegroupArn"]
+
+    scaled = role(inputs["vars"], pools=_pool(local_vars, max_count=3))
+    assert scaled.rc == 0, scaled
+    assert _recap_changed(scaled) == 1, scaled
+    group = eks.describe_nodegroup(clusterName=CLUSTER, nodegroupName=NODEGROUP)["nodegroup"]
+    assert group["scalingConfig"] == {"minSize": 2, "maxSize": 3, "desiredSize": 2}
+    assert group["nodegroupArn"] == arn  # updated, not replaced
+
+    labelled = role(inputs["vars"], pools=_pool(local_vars, max_count=3, labels={"team": "ml"},
+                                                taints=[{"key": "aws.amazon.com/neuron", "effect": "NoSchedule"}]))
+    assert labelled.rc == 0, labelled
+    group = eks.describe_nodegroup(clusterName=CLUSTER, nodegroupName=NODEGROUP)["nodegroup"]
+    assert group["labels"] == {"trainium.eks/pool": "trn1", "team": "ml"}
+    assert group["taints"] == [{"key": "aws.amazon.com/neuron", "effect": "NO_SCHEDULE"}]
+
+    relabelled = role(inputs["vars"], pools=_pool(local_vars, max_count=3))
+    assert relabelled.rc == 0, relabelled
+    group = eks.describe_nodegroup(clusterName=CLUSTER, nodegroupName=NODEGROUP)["nodegroup"]
+    assert group["labels"] == {"trainium.eks/pool": "trn1"} and group["taints"] == []
+    assert _recap_changed(role(inputs["vars"], pools=_pool(local_vars, max_count=3))) == 0
+
+
+def test_immutable_difference_fails_naming_it(aws, inputs, role):
+    assert role(inputs["vars"]).rc == 0
+    moved = dict(inputs["vars"], trn_nodegroup_subnets_by_zone={
+        "us-west-2b": {"private": inputs["subnets"]["us-west-2d"]}, "us-west-2d": {"private": inputs["subnets"]["us-west-2d"]}})
+    result = role(moved)
+    assert result.rc != 0
+    assert "differs in what EKS cannot change in place - subnets:" in result.text
+    assert aws.client("eks").describe_nodegroup(clusterName=CLUSTER, nodegroupName=NODEGROUP)["nodegroup"]["subnets"] == [inputs["subnets"]["us-west-2b"]]
+
+
+def test_absent_removes_tagged_groups_and_role(aws, inputs, role):
+    assert role(inputs["vars"]).rc == 0
+    eks = aws.client("eks")
+    # A node group left from a pool renamed since: tagged for the cluster, so absent deletes it too.
+    node_role = aws.client("iam").get_role(RoleName=NODE_ROLE)["Role"]["Arn"]
+    eks.create_nodegroup(clusterName=CLUSTER, nodegroupName=f"{CLUSTER}-renamed", nodeRole=node_role, subnets=[inputs["subnets"]["us-west-2b"]],
+                         tags={"trainium.eks/cluster": CLUSTER})
+    eks.create_nodegroup(clusterName=CLUSTER, nodegroupName="not-ours", nodeRole=node_role, subnets=[inputs["subnets"]["us-west-2b"]])
+
+    gone = role({"trn_nodegroup_state": "absent"})
+    assert gone.rc == 0, gone
+    assert eks.list_nodegroups(clusterName=CLUSTER)["nodegroups"] == ["not-ours"]
+    assert NODE_ROLE not in aws.resources()["iam_roles"]
+    assert _facts(gone) == {"node_role_arn": None, "nodegroups": {}}
+
+    again = role({"trn_nodegroup_state": "absent"})
+    assert again.rc == 0 and _recap_changed(again) == 0, again
+
+    eks.delete_nodegroup(clusterName=CLUSTER, nodegroupName="not-ours")
+    eks.delete_cluster(name=CLUSTER)
+    no_cluster = role({"trn_nodegroup_state": "absent"})
+    assert no_cluster.rc == 0 and _recap_changed(no_cluster) == 0, no_cluster
+
+
+def test_check_mode_creates_nothing(aws, inputs, role):
+    result = role(inputs["vars"], args=["--check"])
+    assert result.rc == 0, result
+    assert _recap_changed(result) >= 1
+    assert aws.client("eks").list_nodegroups(clusterName=CLUSTER)["nodegroups"] == []
+    assert NODE_ROLE not in aws.resources()["iam_roles"]
+
+
+def test_check_mode_on_empty_account_does_not_fail(aws, role):
+    # Nothing upstream exists: the network and launch template facts carry null IDs, as in check mode.
+    result = role({
+        "trn_nodegroup_subnets_by_zone": {"us-west-2b": {"private": None}, "us-west-2d": {"private": None}},
+        "trn_nodegroup_launch_templates": {"trn1": {"id": None, "name": NODEGROUP, "version": None}},
+    }, args=["--check"])
+    assert result.rc == 0, result
+    assert "would create node group trn-rehearsal-trn1" in result.text.replace("********", "rehearsal")
+    assert aws.resources()["eks_clusters"] == [] and NODE_ROLE not in aws.resources()["iam_roles"]

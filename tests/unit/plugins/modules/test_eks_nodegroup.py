@@ -1,0 +1,205 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the trainium.eks project
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""trainium.eks.eks_nodegroup run in-process; its AWS calls are replaced by a fake EKS account."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from ansible.module_utils import basic
+from ansible_collections.trainium.eks.plugins.module_utils import trainium_nodegroup as ng
+from ansible_collections.trainium.eks.plugins.modules import eks_nodegroup
+
+try:
+    from ansible.module_utils.testing import patch_module_args
+except ImportError:  # ansible-core before 2.19
+    import contextlib
+
+    @contextlib.contextmanager
+    def patch_module_args(args=None):
+        saved = basic._ANSIBLE_ARGS  # pylint: disable=protected-access
+        basic._ANSIBLE_ARGS = json.dumps({"ANSIBLE_MODULE_ARGS": args or {}}).encode()  # pylint: disable=protected-access
+        try:
+            yield
+        finally:
+            basic._ANSIBLE_ARGS = saved  # pylint: disable=protected-access
+
+CONNECTION = {"region": "us-west-2", "access_key": "AKIAIOSFODNN7EXAMPLE", "secret_key": "not-a-real-secret", "endpoint_url": "http://127.0.0.1:1"}
+ROLE = "arn:aws:iam::123456789012:role/trn-rehearsal-node"
+SUBNET = "subnet-0123456789abcdef0"
+LT = "lt-0123456789abcdef0"
+ARGS = dict(
+    CONNECTION, cluster_name="trn-rehearsal", name="trn-rehearsal-trn1", node_role_arn=ROLE, subnets=[SUBNET],
+    launch_template={"id": LT, "version": "1"}, capacity_type="ON_DEMAND",
+    scaling_config={"min_size": 2, "max_size": 2, "desired_size": 2}, labels={"trainium.eks/pool": "trn1"},
+    taints=[{"key": "aws.amazon.com/neuron", "effect": "NoSchedule"}], tags={"trainium.eks/cluster": "trn-rehearsal"},
+)
+EXISTING = {
+    "nodegroupName": "trn-rehearsal-trn1", "nodegroupArn": "arn:aws:eks:us-west-2:123456789012:nodegroup/trn-rehearsal/trn-rehearsal-trn1/x",
+    "clusterName": "trn-rehearsal", "status": "ACTIVE", "capacityType": "ON_DEMAND", "amiType": "AL2_x86_64", "version": "1.19",
+    "scalingConfig": {"minSize": 2, "maxSize": 2, "desiredSize": 2}, "subnets": [SUBNET], "nodeRole": ROLE,
+    "remoteAccess": {"ec2SshKey": "eksKeypair"}, "labels": {"trainium.eks/pool": "trn1"},
+    "taints": [{"key": "aws.amazon.com/neuron", "effect": "NO_SCHEDULE"}],
+    "launchTemplate": {"id": LT, "name": "trn-rehearsal-trn1", "version": "1"}, "tags": {"trainium.eks/cluster": "trn-rehearsal"},
+    "health": {"issues": []},
+}
+
+
+@pytest.fixture(autouse=True)
+def no_aws_environment(monkeypatch):
+    for name in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+                 "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN", "AWS_ENDPOINT_URL", "AWS_URL", "EC2_URL", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE"):
+        monkeypatch.delenv(name, raising=False)
+
+
+class FakeEks:
+    """The account as the module_utils functions see it; records every changing call."""
+
+    def __init__(self, cluster=True, nodegroups=None):
+        self.cluster = cluster
+        self.nodegroups = copy.deepcopy(nodegroups or {})
+        self.calls = []
+
+    def install(self, monkeypatch):
+        monkeypatch.setattr(ng, "describe_cluster", lambda client, name: {"name": name} if self.cluster else None)
+        monkeypatch.setattr(ng, "describe_nodegroup", lambda client, cluster, name: copy.deepcopy(self.nodegroups.get(name)))
+        monkeypatch.setattr(ng, "list_nodegroups", lambda client, cluster: sorted(self.nodegroups))
+        monkeypatch.setattr(ng, "create_nodegroup", self.create)
+        monkeypatch.setattr(ng, "update_nodegroup_config", lambda client, request: self.record("update_config", request))
+        monkeypatch.setattr(ng, "update_nodegroup_version", lambda client, request: self.record("update_version", request))
+        monkeypatch.setattr(ng, "tag_nodegroup", lambda client, arn, tags: self.record("tag", tags))
+        monkeypatch.setattr(ng, "untag_nodegroup", lambda client, arn, keys: self.record("untag", keys))
+        monkeypatch.setattr(ng, "delete_nodegroup", lambda client, cluster, name: self.record("delete", name))
+        monkeypatch.setattr(ng, "wait_for_nodegroup", self.wait)
+        return self
+
+    def record(self, what, payload):
+        self.calls.append((what, payload))
+        return {"id": what, "type": what}
+
+    def create(self, client, request):
+        self.calls.append(("create", request))
+        nodegroup = dict(ng.predict_new(request), nodegroupArn="arn:new", status="CREATING")
+        self.nodegroups[request["nodegroupName"]] = nodegroup
+        return nodegroup
+
+    def wait(self, client, cluster, name, gone=False, timeout=1200, **kwargs):
+        self.calls.append(("wait_gone" if gone else "wait_active", name))
+        if gone:
+            self.nodegroups.pop(name, None)
+            return None
+        self.nodegroups[name]["status"] = "ACTIVE"
+        return copy.deepcopy(self.nodegroups[name])
+
+
+def run(capsys, args, check=False, diff=False):
+    capsys.readouterr()
+    args = dict(args)
+    if check:
+        args["_ansible_check_mode"] = True
+    if diff:
+        args["_ansible_diff"] = True
+    with patch_module_args(args):
+        with pytest.raises(SystemExit) as exited:
+            eks_nodegroup.main()
+    return exited.value.code, json.loads(capsys.readouterr().out)
+
+
+def test_creates_with_only_asked_fields(capsys, monkeypatch):
+    fake = FakeEks().install(monkeypatch)
+    rc, result = run(capsys, dict(ARGS, wait=True), diff=True)
+    assert rc == 0 and result["changed"] is True
+    assert [c[0] for c in fake.calls] == ["create", "wait_active"]
+    request = fake.calls[0][1]
+    assert "amiType" not in request and request["taints"] == [{"key": "aws.amazon.com/neuron", "effect": "NO_SCHEDULE"}]
+    assert result["nodegroup"]["status"] == "ACTIVE"
+    assert result["diff"]["before"] == {} and result["diff"]["after"]["scaling_config"]["desired_size"] == 2
+
+
+def test_check_mode_creates_nothing(capsys, monkeypatch):
+    fake = FakeEks().install(monkeypatch)
+    rc, result = run(capsys, ARGS, check=True)
+    assert rc == 0 and result["changed"] is True and fake.calls == []
+    assert result["nodegroup"]["status"] == "CREATING"
+
+
+def test_unchanged_when_equal(capsys, monkeypatch):
+    fake = FakeEks(nodegroups={"trn-rehearsal-trn1": EXISTING}).install(monkeypatch)
+    rc, result = run(capsys, ARGS)
+    assert rc == 0 and result["changed"] is False and fake.calls == []
+
+
+def test_scaling_change_updates_config_and_check_mode_does_not(capsys, monkeypatch):
+    fake = FakeEks(nodegroups={"trn-rehearsal-trn1": EXISTING}).install(monkeypatch)
+    args = dict(ARGS, scaling_config={"min_size": 2, "max_size": 3, "desired_size": 2})
+    rc, result = run(capsys, args, check=True, diff=True)
+    assert rc == 0 and result["changed"] is True and fake.calls == []
+    assert result["diff"]["before"]["scaling_config"]["max_size"] == 2 and result["diff"]["after"]["scaling_config"]["max_size"] == 3
+    rc, result = run(capsys, args)
+    assert [c[0] for c in fake.calls] == ["update_config"]
+    assert fake.calls[0][1]["scalingConfig"] == {"minSize": 2, "maxSize": 3, "desiredSize": 2}
+
+
+def test_config_and_version_updates_wait_in_between(capsys, monkeypatch):
+    fake = FakeEks(nodegroups={"trn-rehearsal-trn1": EXISTING}).install(monkeypatch)
+    args = dict(ARGS, labels={"trainium.eks/pool": "trn1", "team": "ml"}, launch_template={"id": LT, "version": "2"})
+    rc, result = run(capsys, args)
+    assert rc == 0 and result["changed"] is True
+    assert [c[0] for c in fake.calls] == ["update_config", "wait_active", "update_version"]
+    assert fake.calls[2][1]["launchTemplate"] == {"id": LT, "version": "2"}
+    assert len(result["updates"]) == 2
+
+
+def test_immutable_differences_fail_listing_them(capsys, monkeypatch):
+    fake = FakeEks(nodegroups={"trn-rehearsal-trn1": EXISTING}).install(monkeypatch)
+    rc, result = run(capsys, dict(ARGS, subnets=["subnet-other"], capacity_type="SPOT"))
+    assert rc == 1 and fake.calls == []
+    assert "subnets: is ['subnet-0123456789abcdef0'], asked ['subnet-other']" in result["msg"]
+    assert "capacity_type: is 'ON_DEMAND', asked 'SPOT'" in result["msg"]
+
+
+def test_bad_scaling_fails_before_any_aws_call(capsys, monkeypatch):
+    monkeypatch.setattr(ng, "describe_cluster", lambda *a: pytest.fail("AWS was called"))
+    rc, result = run(capsys, dict(ARGS, scaling_config={"min_size": 3, "max_size": 2, "desired_size": 2}))
+    assert rc == 1
+    assert "scaling_config.min_size: got 3, more than max_size 2" in result["msg"]
+
+
+def test_missing_cluster_present_fails_naming_it(capsys, monkeypatch):
+    FakeEks(cluster=False).install(monkeypatch)
+    rc, result = run(capsys, ARGS)
+    assert rc == 1 and "EKS cluster trn-rehearsal does not exist in us-west-2" in result["msg"]
+    rc, result = run(capsys, ARGS, check=True)
+    assert rc == 0 and result["changed"] is True, result
+    assert any("would be created" in str(w) for w in result["warnings"]), result["warnings"]
+
+
+def test_missing_cluster_absent_is_unchanged(capsys, monkeypatch):
+    FakeEks(cluster=False).install(monkeypatch)
+    rc, result = run(capsys, dict(CONNECTION, cluster_name="trn-rehearsal", name="trn-rehearsal-trn1", state="absent"))
+    assert rc == 0 and result["changed"] is False and result["deleted"] == []
+
+
+def test_absent_by_tag_deletes_only_tagged_groups_and_waits(capsys, monkeypatch):
+    other = dict(EXISTING, nodegroupName="other", tags={"team": "x"})
+    renamed = dict(EXISTING, nodegroupName="trn-rehearsal-old")
+    fake = FakeEks(nodegroups={"trn-rehearsal-trn1": EXISTING, "other": other, "trn-rehearsal-old": renamed}).install(monkeypatch)
+    args = dict(CONNECTION, cluster_name="trn-rehearsal", state="absent", match_tags={"trainium.eks/cluster": "trn-rehearsal"}, wait=True)
+    rc, result = run(capsys, args, check=True)
+    assert rc == 0 and result["changed"] is True and fake.calls == []
+    assert result["deleted"] == ["trn-rehearsal-old", "trn-rehearsal-trn1"]
+    rc, result = run(capsys, args)
+    assert [c for c in fake.calls if c[0] == "delete"] == [("delete", "trn-rehearsal-old"), ("delete", "trn-rehearsal-trn1")]
+    assert sorted(fake.nodegroups) == ["other"]
+    rc, result = run(capsys, args)
+    assert result["changed"] is False and result["deleted"] == []
+
+
+def test_match_tags_with_present_is_refused(capsys):
+    rc, result = run(capsys, dict(CONNECTION, cluster_name="c", match_tags={"a": "b"}, state="present"))
+    assert rc == 1
