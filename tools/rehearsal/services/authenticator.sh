@@ -31,7 +31,7 @@ contexts:
 current-context: webhook
 CFG
   ensure_daemon authenticator authenticator_healthy 30 "$AUTHENTICATOR_PORT" -- \
-    env AWS_ENDPOINT_URL="http://$HOST:$MOTO_PORT" AWS_ACCESS_KEY_ID=rehearsal AWS_SECRET_ACCESS_KEY=rehearsal \
+    env AWS_ENDPOINT_URL="http://$HOST:$MOTO_PORT" AWS_ACCESS_KEY_ID=rehearsal AWS_SECRET_ACCESS_KEY="$REHEARSAL_SECRET_KEY" \
     "$VENV/bin/python" "$ROOT/tools/rehearsal/eks_authenticator.py" "$HOST" "$AUTHENTICATOR_PORT"
 }
 

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # moto server: the AWS APIs, with the additions in tools/rehearsal/moto_ext.py.
 MOTO_PORT="${TRAINIUM_MOTO_PORT:-5000}"
+# The fake secret key of the rehearsal account (see svc_moto_env).
+REHEARSAL_SECRET_KEY=fake-secret-key-0000-only-for-loopback
 
 moto_healthy() {
   # A busy server may take a moment to answer: three tries before "unhealthy".
@@ -36,8 +38,11 @@ svc_moto_env() {
 export TRAINIUM_AWS_ENDPOINT_URL="http://$HOST:$MOTO_PORT"
 export AWS_ENDPOINT_URL="http://$HOST:$MOTO_PORT"
 # moto accepts any credentials; these are fake and only ever sent to loopback.
+# The secret must not be part of any resource name: Ansible masks a secret's
+# value wherever it appears in output, so "rehearsal" would turn the cluster
+# trn-rehearsal into trn-******** in every returned name and ARN.
 export AWS_ACCESS_KEY_ID=rehearsal
-export AWS_SECRET_ACCESS_KEY=rehearsal
+export AWS_SECRET_ACCESS_KEY=${REHEARSAL_SECRET_KEY}
 export AWS_DEFAULT_REGION=us-west-2
 unset AWS_PROFILE AWS_SESSION_TOKEN
 ENV
