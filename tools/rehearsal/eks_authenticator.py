@@ -107,7 +107,10 @@ def review(token, secret_key, sts_hosts, cluster_names, now=None):
         raise TokenError("the credential scope is not an STS one")
     if not 0 < expires <= 900:
         raise TokenError(f"X-Amz-Expires {expires} is outside 1..900")
-    if signed_at > now + CLOCK_SKEW or now - signed_at > MAX_AGE or now > signed_at + datetime.timedelta(seconds=expires):
+    # Like aws-iam-authenticator, a token is good for 15 minutes after signing
+    # whatever X-Amz-Expires says (`aws eks get-token` presigns for 60 s and
+    # caches the token for 14 minutes).
+    if signed_at > now + CLOCK_SKEW or now - signed_at > MAX_AGE:
         raise TokenError("the token has expired or is dated in the future")
     if set(signed_headers) != {"host", "x-k8s-aws-id"}:
         raise TokenError("the signed headers must be host and x-k8s-aws-id")

@@ -65,9 +65,16 @@ def test_token_signed_with_another_key_is_refused():
 
 def test_expired_token_is_refused():
     token = make_token("trn-rehearsal")
-    later = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(minutes=2)
+    later = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(minutes=16)
     with pytest.raises(authenticator.TokenError, match="expired"):
         authenticator.review(token, SECRET, HOSTS, ["trn-rehearsal"], now=later)
+
+
+def test_token_stays_good_for_fifteen_minutes_like_on_eks():
+    # Presigned for 60 s, as `aws eks get-token` does, and still accepted 14 minutes later.
+    token = make_token("trn-rehearsal", expires=60)
+    later = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(minutes=14)
+    assert authenticator.review(token, SECRET, HOSTS, ["trn-rehearsal"], now=later)[0]
 
 
 def test_unknown_sts_host_is_refused():

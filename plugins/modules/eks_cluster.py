@@ -1,0 +1,475 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the trainium.eks project
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: eks_cluster
+short_description: Create, update and delete an Amazon EKS cluster and its IAM OIDC provider
+version_added: 0.2.0
+description:
+  - Creates an EKS cluster, or brings an existing one to the requested
+    control plane logging, endpoint access, authentication mode, Kubernetes
+    version (one minor version up at a time), secrets encryption and tags.
+  - Only what the task sets is compared; an option left unset never causes a change.
+  - Settings that EKS cannot change in place (O(role_arn), O(subnets),
+    O(security_groups), O(service_ipv4_cidr), another secrets encryption key,
+    removing secrets encryption, a step back in O(authentication_mode)) make the
+    task fail with a list of every such difference, before anything changes.
+    A version downgrade or a jump of more than one minor version fails the same way.
+  - With O(oidc_provider=true) it also keeps the IAM OpenID Connect provider of
+    the cluster's issuer (client ID C(sts.amazonaws.com)), which IAM roles for
+    service accounts need, and deletes it with the cluster.
+  - Supports check mode and diff mode.
+author:
+  - trainium.eks developers (@trainium-eks)
+options:
+  name:
+    description: Name of the cluster.
+    type: str
+    required: true
+  state:
+    description:
+      - V(present) creates or updates the cluster; V(absent) deletes it (and its
+        OIDC provider when O(oidc_provider=true)). Deleting a cluster that does not exist is not an error.
+    type: str
+    choices: [present, absent]
+    default: present
+  version:
+    description:
+      - Kubernetes minor version, for example V('1.34'). When creating and unset,
+        EKS picks its default version.
+      - On an existing cluster, a version one minor above the current one starts
+        an upgrade (C(UpdateClusterVersion)); anything else but the current version fails.
+    type: str
+  role_arn:
+    description:
+      - ARN of the IAM role the EKS control plane assumes. Required to create a cluster.
+    type: str
+  subnets:
+    description:
+      - Subnet IDs for the control plane network interfaces, in at least two
+        availability zones. Required to create a cluster.
+    type: list
+    elements: str
+  security_groups:
+    description: Extra security group IDs for the control plane network interfaces.
+    type: list
+    elements: str
+  endpoint_public_access:
+    description: Whether the Kubernetes API endpoint is reachable from the internet.
+    type: bool
+  endpoint_private_access:
+    description: Whether the Kubernetes API endpoint is reachable from inside the VPC.
+    type: bool
+  public_access_cidrs:
+    description: CIDR blocks allowed to reach the public endpoint.
+    type: list
+    elements: str
+  logging:
+    description:
+      - Control plane log types to send to CloudWatch Logs; the others are turned off.
+        V([]) turns all off.
+    type: list
+    elements: str
+    choices: [api, audit, authenticator, controllerManager, scheduler]
+  secrets_encryption_kms_key_arn:
+    description:
+      - ARN of a KMS key for envelope encryption of Kubernetes secrets. Added to
+        an existing cluster with C(AssociateEncryptionConfig); it cannot be changed afterwards.
+      - V("") asks for no encryption, which fails on a cluster that has it (EKS cannot remove it).
+    type: str
+  authentication_mode:
+    description:
+      - How the cluster maps IAM principals to Kubernetes identities. EKS only
+        moves forward, V(CONFIG_MAP) -> V(API_AND_CONFIG_MAP) -> V(API).
+    type: str
+    choices: [CONFIG_MAP, API_AND_CONFIG_MAP, API]
+    default: API_AND_CONFIG_MAP
+  bootstrap_cluster_creator_admin:
+    description:
+      - Give the IAM principal that creates the cluster Kubernetes administrator
+        access. Only used when the cluster is created.
+    type: bool
+    default: true
+  service_ipv4_cidr:
+    description: CIDR block of Kubernetes service IP addresses; fixed at creation.
+    type: str
+  oidc_provider:
+    description:
+      - Create (and keep) the IAM OIDC provider for the cluster's issuer, and delete it with the cluster.
+      - The provider is tagged C(trainium.eks/cluster=<name>) so that O(state=absent) finds it after the cluster is gone.
+      - V(false) leaves OIDC providers alone.
+    type: bool
+    default: true
+  tags:
+    description: Tags for the cluster (and its OIDC provider). Unset leaves the cluster's tags alone.
+    type: dict
+    aliases: [resource_tags]
+  purge_tags:
+    description: Remove tags not in O(tags). Tags whose key starts with C(aws:) are never removed.
+    type: bool
+    default: true
+  wait:
+    description:
+      - Wait until the cluster is C(ACTIVE) (after a create or an update) or gone (after a delete).
+      - Updates that follow each other always wait for the previous one, as EKS runs one at a time.
+    type: bool
+    default: false
+  wait_timeout:
+    description: Seconds to wait, for each wait.
+    type: int
+    default: 1200
+notes:
+  - Access entries are not managed; O(bootstrap_cluster_creator_admin) is how the caller gets access.
+  - EKS can change the subnets and security groups of a running cluster since 2023; this module does not, it reports the difference.
+  - Needs C(eks:DescribeCluster), C(eks:CreateCluster), C(eks:UpdateClusterConfig),
+    C(eks:UpdateClusterVersion), C(eks:AssociateEncryptionConfig), C(eks:DescribeUpdate),
+    C(eks:TagResource), C(eks:UntagResource), C(eks:DeleteCluster), C(iam:PassRole) on O(role_arn), and for
+    the OIDC provider C(iam:ListOpenIDConnectProviders), C(iam:GetOpenIDConnectProvider),
+    C(iam:CreateOpenIDConnectProvider), C(iam:AddClientIDToOpenIDConnectProvider), C(iam:DeleteOpenIDConnectProvider), C(iam:TagOpenIDConnectProvider).
+extends_documentation_fragment:
+  - amazon.aws.common.modules
+  - amazon.aws.region.modules
+  - amazon.aws.boto3
+"""
+
+EXAMPLES = r"""
+- name: Create a cluster with API, audit and authenticator logs and an OIDC provider
+  trainium.eks.eks_cluster:
+    name: trn-rehearsal
+    version: "1.34"
+    role_arn: arn:aws:iam::123456789012:role/trn-rehearsal-cluster
+    subnets: [subnet-0a1b2c3d4e5f60001, subnet-0a1b2c3d4e5f60002]
+    endpoint_public_access: true
+    endpoint_private_access: true
+    logging: [api, audit, authenticator]
+    tags:
+      trainium.eks/cluster: trn-rehearsal
+    wait: true
+  register: eks
+
+- name: Upgrade the control plane one minor version
+  trainium.eks.eks_cluster:
+    name: trn-rehearsal
+    version: "1.35"
+    wait: true
+    wait_timeout: 3600
+
+- name: Delete the cluster and its OIDC provider
+  trainium.eks.eks_cluster:
+    name: trn-rehearsal
+    state: absent
+    wait: true
+"""
+
+RETURN = r"""
+exists:
+  description: Whether the cluster exists after the task (in check mode, whether it would).
+  returned: always
+  type: bool
+  sample: true
+cluster:
+  description: The cluster after the task; empty when it does not exist. In check mode, the cluster as it would be (IDs unknown are null).
+  returned: always
+  type: dict
+  contains:
+    name:
+      description: Cluster name.
+      type: str
+      sample: trn-rehearsal
+    arn:
+      description: Cluster ARN.
+      type: str
+      sample: arn:aws:eks:us-west-2:123456789012:cluster/trn-rehearsal
+    status:
+      description: C(CREATING), C(ACTIVE), C(UPDATING), C(DELETING) or C(FAILED).
+      type: str
+      sample: ACTIVE
+    endpoint:
+      description: URL of the Kubernetes API server.
+      type: str
+      sample: https://0123456789ABCDEF.gr7.us-west-2.eks.amazonaws.com
+    certificate_authority:
+      description: Base64-encoded PEM of the cluster's certificate authority.
+      type: str
+    version:
+      description: Kubernetes minor version.
+      type: str
+      sample: "1.34"
+    platform_version:
+      description: EKS platform version.
+      type: str
+      sample: eks.4
+    role_arn:
+      description: IAM role of the control plane.
+      type: str
+    vpc_id:
+      description: VPC of the cluster.
+      type: str
+    subnet_ids:
+      description: Subnets of the control plane, sorted.
+      type: list
+      elements: str
+    security_group_ids:
+      description: Extra security groups, sorted.
+      type: list
+      elements: str
+    cluster_security_group_id:
+      description: The security group EKS created for the cluster.
+      type: str
+    endpoint_public_access:
+      description: Whether the public endpoint is on.
+      type: bool
+    endpoint_private_access:
+      description: Whether the private endpoint is on.
+      type: bool
+    public_access_cidrs:
+      description: CIDR blocks allowed to the public endpoint, sorted.
+      type: list
+      elements: str
+    service_ipv4_cidr:
+      description: CIDR block of service IP addresses.
+      type: str
+      sample: 172.20.0.0/16
+    logging:
+      description: Enabled control plane log types, sorted.
+      type: list
+      elements: str
+      sample: [api, audit, authenticator]
+    authentication_mode:
+      description: Authentication mode.
+      type: str
+      sample: API_AND_CONFIG_MAP
+    secrets_encryption_kms_key_arn:
+      description: KMS key that encrypts secrets, or null.
+      type: str
+    oidc_issuer:
+      description: OpenID Connect issuer URL of the cluster.
+      type: str
+      sample: https://oidc.eks.us-west-2.amazonaws.com/id/0123456789ABCDEF
+    oidc_provider_arn:
+      description: ARN of the IAM OIDC provider for the issuer when O(oidc_provider=true), else null.
+      type: str
+      sample: arn:aws:iam::123456789012:oidc-provider/oidc.eks.us-west-2.amazonaws.com/id/0123456789ABCDEF
+    tags:
+      description: Tags of the cluster.
+      type: dict
+updates:
+  description: The EKS update calls made (or that check mode would make), by kind.
+  returned: always
+  type: list
+  elements: str
+  sample: [logging, endpoint_access, tags]
+diff:
+  description: Cluster settings before and after, when run with C(--diff).
+  returned: when diff mode is on
+  type: dict
+"""
+
+from ansible_collections.amazon.aws.plugins.module_utils.modules import AnsibleAWSModule
+
+from ansible_collections.trainium.eks.plugins.module_utils import trainium_eks as eks
+
+
+def _update_kind(payload):
+    if "logging" in payload:
+        return "logging"
+    if "resourcesVpcConfig" in payload:
+        return "endpoint_access"
+    return "authentication_mode"
+
+
+def ensure_oidc_provider(module, iam, cluster):
+    """Return (changed, arn) after making sure the issuer's provider exists."""
+    issuer = eks.oidc_issuer(cluster)
+    arn = eks.oidc_provider_arn_for(cluster.get("arn"), issuer)
+    if not issuer:
+        return False, None
+    existing = arn in eks.list_oidc_providers(iam) if arn else False
+    if existing:
+        provider = eks.get_oidc_provider(iam, arn) or {}
+        if eks.OIDC_CLIENT_ID in provider.get("ClientIDList", []):
+            return False, arn
+        if not module.check_mode:
+            eks.add_oidc_client_id(iam, arn)
+        return True, arn
+    if module.check_mode:
+        return True, arn
+    tags = dict(module.params["tags"] or {})
+    tags[eks.OIDC_CLUSTER_TAG] = module.params["name"]
+    return True, eks.create_oidc_provider(iam, issuer, tags)
+
+
+def present(module, client, iam):
+    params = module.params
+    name = params["name"]
+    timeout = params["wait_timeout"]
+    cluster = eks.describe_cluster(client, name)
+    before = eks.diff_view(cluster) if cluster else {}
+    updates = []
+
+    if cluster is None:
+        missing = [option for option in ("role_arn", "subnets") if not params.get(option)]
+        if missing:
+            module.fail_json(msg=f"{', '.join(missing)}: required to create EKS cluster {name}, which does not exist")
+        request = eks.create_request(params)
+        if module.check_mode:
+            after = eks.cluster_from_request(request)
+            result = eks.describe_result(after)
+            module.exit_json(changed=True, exists=True, cluster=result, updates=["create"],
+                             **_diff(module, before, eks.diff_view(after)))
+        cluster = eks.create_cluster(client, request)
+        updates.append("create")
+        if params["wait"]:
+            eks.wait_for_cluster(client, name, "cluster_active", timeout)
+    else:
+        if cluster.get("status") in ("DELETING", "FAILED"):
+            module.fail_json(msg=f"EKS cluster {name} is {cluster['status']}; delete it (state=absent) and run again")
+        try:
+            plan = eks.plan_update(cluster, params, params["purge_tags"])
+        except eks.EksConfigError as e:
+            module.fail_json(msg=str(e))
+        if not eks.plan_is_empty(plan):
+            updates = _plan_kinds(plan)
+            if module.check_mode:
+                cluster = eks.apply_plan_locally(cluster, plan)
+            else:
+                _apply(module, client, cluster, plan)
+
+    if not module.check_mode:
+        cluster = eks.describe_cluster(client, name) or cluster
+
+    oidc_arn = None
+    if params["oidc_provider"]:
+        oidc_changed, oidc_arn = ensure_oidc_provider(module, iam, cluster)
+        if oidc_changed:
+            updates.append("oidc_provider")
+
+    module.exit_json(
+        changed=bool(updates), exists=True, updates=updates,
+        cluster=eks.describe_result(cluster, oidc_arn),
+        **_diff(module, before, eks.diff_view(cluster)),
+    )
+
+
+def _plan_kinds(plan):
+    kinds = []
+    if plan["version"]:
+        kinds.append("version")
+    kinds.extend(_update_kind(p) for p in plan["config"])
+    if plan["encryption"]:
+        kinds.append("encryption")
+    if plan["tags_to_set"] or plan["tags_to_remove"]:
+        kinds.append("tags")
+    return kinds
+
+
+def _apply(module, client, cluster, plan):
+    """Run the plan's EKS updates one after another (EKS runs one update at a time)."""
+    name = cluster["name"]
+    timeout = module.params["wait_timeout"]
+    if cluster.get("status") != "ACTIVE":
+        if not module.params["wait"]:
+            module.fail_json(msg=f"EKS cluster {name} is {cluster.get('status')}; updates need ACTIVE (set wait=true to wait for it)")
+        eks.wait_for_cluster(client, name, "cluster_active", timeout)
+    calls = []
+    if plan["version"]:
+        calls.append(lambda: eks.update_cluster_version(client, name, plan["version"]))
+    for payload in plan["config"]:
+        calls.append(lambda payload=payload: eks.update_cluster_config(client, name, payload))
+    if plan["encryption"]:
+        calls.append(lambda: eks.associate_encryption(client, name, plan["encryption"]))
+    for index, call in enumerate(calls):
+        update = call()
+        if params_wait_after(index, len(calls), module.params["wait"]):
+            eks.wait_for_update(client, name, update, timeout)
+    if plan["tags_to_remove"]:
+        eks.untag_cluster(client, cluster["arn"], plan["tags_to_remove"])
+    if plan["tags_to_set"]:
+        eks.tag_cluster(client, cluster["arn"], plan["tags_to_set"])
+
+
+def params_wait_after(index, count, wait):
+    """Wait after an update when another follows, or after the last one when asked to."""
+    return index < count - 1 or wait
+
+
+def absent(module, client, iam):
+    params = module.params
+    name = params["name"]
+    cluster = eks.describe_cluster(client, name)
+    before = eks.diff_view(cluster) if cluster else {}
+    updates = []
+    if params["oidc_provider"]:
+        issuer_arn = eks.oidc_provider_arn_for(cluster.get("arn"), eks.oidc_issuer(cluster)) if cluster else None
+        for arn in eks.oidc_provider_arns_of_cluster(iam, name, issuer_arn):
+            updates.append("delete_oidc_provider")
+            if not module.check_mode:
+                eks.delete_oidc_provider(iam, arn)
+    if cluster is not None and cluster.get("status") != "DELETING":
+        updates.append("delete")
+        if not module.check_mode:
+            eks.delete_cluster(client, name)
+    exists = cluster is not None
+    if exists and not module.check_mode:
+        if params["wait"]:
+            eks.wait_for_cluster(client, name, "cluster_deleted", params["wait_timeout"])
+        cluster = eks.describe_cluster(client, name)
+        exists = cluster is not None
+    elif module.check_mode:
+        exists = False
+    module.exit_json(
+        changed=bool(updates), exists=exists, updates=updates,
+        cluster=eks.describe_result(cluster) if exists else {},
+        **_diff(module, before, {}),
+    )
+
+
+def _diff(module, before, after):
+    return {"diff": {"before": before, "after": after}} if module._diff else {}
+
+
+def main():
+    argument_spec = dict(
+        name=dict(type="str", required=True),
+        state=dict(type="str", choices=["present", "absent"], default="present"),
+        version=dict(type="str"),
+        role_arn=dict(type="str"),
+        subnets=dict(type="list", elements="str"),
+        security_groups=dict(type="list", elements="str"),
+        endpoint_public_access=dict(type="bool"),
+        endpoint_private_access=dict(type="bool"),
+        public_access_cidrs=dict(type="list", elements="str"),
+        logging=dict(type="list", elements="str", choices=list(eks.LOG_TYPES)),
+        secrets_encryption_kms_key_arn=dict(type="str", no_log=False),
+        authentication_mode=dict(type="str", choices=list(eks.AUTHENTICATION_MODES), default="API_AND_CONFIG_MAP"),
+        bootstrap_cluster_creator_admin=dict(type="bool", default=True),
+        service_ipv4_cidr=dict(type="str"),
+        oidc_provider=dict(type="bool", default=True),
+        tags=dict(type="dict", aliases=["resource_tags"]),
+        purge_tags=dict(type="bool", default=True),
+        wait=dict(type="bool", default=False),
+        wait_timeout=dict(type="int", default=1200),
+    )
+    module = AnsibleAWSModule(argument_spec=argument_spec, supports_check_mode=True)
+    try:
+        eks.validate_request(module.params)
+    except eks.EksConfigError as e:
+        module.fail_json(msg=str(e))
+    client = module.client("eks")
+    iam = module.client("iam")
+    try:
+        if module.params["state"] == "present":
+            present(module, client, iam)
+        else:
+            absent(module, client, iam)
+    except eks.EksClusterError as e:
+        module.fail_json_aws_error(e)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,310 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the trainium.eks project
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Decisions of trainium.eks.eks_cluster without AWS, and the shape of its EKS/IAM requests."""
+
+from __future__ import annotations
+
+import copy
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from ansible_collections.trainium.eks.plugins.module_utils import trainium_eks as eks
+
+ARN = "arn:aws:eks:us-west-2:123456789012:cluster/trn-rehearsal"
+ISSUER = "https://oidc.eks.us-west-2.amazonaws.com/id/ABCDEF0123456789"
+KEY = "arn:aws:kms:us-west-2:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+CLUSTER = {
+    "name": "trn-rehearsal",
+    "arn": ARN,
+    "version": "1.33",
+    "status": "ACTIVE",
+    "endpoint": "https://ABC.gr7.us-west-2.eks.amazonaws.com",
+    "roleArn": "arn:aws:iam::123456789012:role/trn-rehearsal-cluster",
+    "resourcesVpcConfig": {
+        "subnetIds": ["subnet-b", "subnet-a"],
+        "securityGroupIds": [],
+        "clusterSecurityGroupId": "sg-cluster",
+        "vpcId": "vpc-1",
+        "endpointPublicAccess": True,
+        "endpointPrivateAccess": True,
+        "publicAccessCidrs": ["0.0.0.0/0"],
+    },
+    "kubernetesNetworkConfig": {"serviceIpv4Cidr": "10.100.0.0/16", "ipFamily": "ipv4"},
+    "logging": {"clusterLogging": [
+        {"types": ["api", "audit", "authenticator"], "enabled": True},
+        {"types": ["controllerManager", "scheduler"], "enabled": False},
+    ]},
+    "identity": {"oidc": {"issuer": ISSUER}},
+    "certificateAuthority": {"data": "LS0tLS1CRUdJTg=="},
+    "accessConfig": {"authenticationMode": "API_AND_CONFIG_MAP"},
+    "tags": {"trainium.eks/cluster": "trn-rehearsal", "ManagedBy": "trainium.eks", "aws:created-by": "x"},
+}
+
+
+def params(**overrides):
+    base = {
+        "name": "trn-rehearsal", "version": None, "role_arn": None, "subnets": None, "security_groups": None,
+        "endpoint_public_access": None, "endpoint_private_access": None, "public_access_cidrs": None, "logging": None,
+        "secrets_encryption_kms_key_arn": None, "authentication_mode": None, "bootstrap_cluster_creator_admin": None,
+        "service_ipv4_cidr": None, "tags": None,
+    }
+    base.update(overrides)
+    return base
+
+
+@pytest.fixture
+def cluster():
+    return copy.deepcopy(CLUSTER)
+
+
+# --- versions -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("current,desired,expected", [
+    ("1.33", "1.33", None), ("1.33", None, None), ("1.33", "1.34", "1.34"), ("1.9", "1.10", "1.10"),
+])
+def test_version_steps_that_are_allowed(current, desired, expected):
+    assert eks.version_step(current, desired) == expected
+
+
+@pytest.mark.parametrize("current,desired,words", [
+    ("1.33", "1.35", "one minor version at a time"),
+    ("1.33", "1.32", "cannot downgrade"),
+    ("1.33", "2.0", "one minor version at a time"),
+    ("1.33", "1.33.1", "a Kubernetes minor version"),
+])
+def test_version_steps_that_fail_name_the_values(current, desired, words):
+    with pytest.raises(eks.EksConfigError) as refused:
+        eks.version_step(current, desired)
+    assert words in str(refused.value)
+    assert desired in str(refused.value)
+    if "minor version such" not in str(refused.value):
+        assert f"runs {current}" in str(refused.value)
+
+
+# --- create ---------------------------------------------------------------
+
+
+def test_create_request_carries_everything_asked():
+    request = eks.create_request(params(
+        version="1.34", role_arn="arn:aws:iam::1:role/r", subnets=["subnet-a", "subnet-b"], security_groups=["sg-1"],
+        endpoint_public_access=False, endpoint_private_access=True, public_access_cidrs=["10.0.0.0/8"],
+        logging=["api", "audit"], secrets_encryption_kms_key_arn=KEY, authentication_mode="API_AND_CONFIG_MAP",
+        bootstrap_cluster_creator_admin=True, service_ipv4_cidr="172.20.0.0/16", tags={"a": "b"},
+    ))
+    assert request == {
+        "name": "trn-rehearsal",
+        "roleArn": "arn:aws:iam::1:role/r",
+        "version": "1.34",
+        "resourcesVpcConfig": {"subnetIds": ["subnet-a", "subnet-b"], "securityGroupIds": ["sg-1"], "endpointPublicAccess": False,
+                               "endpointPrivateAccess": True, "publicAccessCidrs": ["10.0.0.0/8"]},
+        "kubernetesNetworkConfig": {"serviceIpv4Cidr": "172.20.0.0/16"},
+        "logging": {"clusterLogging": [{"types": ["api", "audit"], "enabled": True},
+                                       {"types": ["authenticator", "controllerManager", "scheduler"], "enabled": False}]},
+        "encryptionConfig": [{"resources": ["secrets"], "provider": {"keyArn": KEY}}],
+        "accessConfig": {"authenticationMode": "API_AND_CONFIG_MAP", "bootstrapClusterCreatorAdminPermissions": True},
+        "tags": {"a": "b"},
+    }
+
+
+def test_create_request_leaves_unset_options_out():
+    request = eks.create_request(params(role_arn="arn:aws:iam::1:role/r", subnets=["subnet-a", "subnet-b"]))
+    assert set(request) == {"name", "roleArn", "resourcesVpcConfig"}
+    assert request["resourcesVpcConfig"] == {"subnetIds": ["subnet-a", "subnet-b"]}
+
+
+def test_logging_all_off_and_all_on():
+    assert eks.logging_request([]) == {"clusterLogging": [{"types": list(eks.LOG_TYPES), "enabled": False}]}
+    assert eks.logging_request(list(eks.LOG_TYPES)) == {"clusterLogging": [{"types": list(eks.LOG_TYPES), "enabled": True}]}
+
+
+@pytest.mark.parametrize("bad,option", [
+    ({"logging": ["api", "kubelet"]}, "logging: got ['kubelet']"),
+    ({"subnets": ["subnet-a"]}, "subnets: got ['subnet-a']"),
+    ({"subnets": ["subnet-a", "subnet-a"]}, "subnets: got"),
+    ({"version": "latest"}, "version: got 'latest'"),
+    ({"secrets_encryption_kms_key_arn": "alias/x"}, "secrets_encryption_kms_key_arn: got 'alias/x'"),
+])
+def test_bad_input_is_refused_naming_the_option(bad, option):
+    with pytest.raises(eks.EksConfigError) as refused:
+        eks.validate_request(params(**bad))
+    assert option in str(refused.value)
+
+
+# --- updates ---------------------------------------------------------------
+
+
+def test_nothing_asked_means_nothing_to_do(cluster):
+    plan = eks.plan_update(cluster, params())
+    assert eks.plan_is_empty(plan)
+
+
+def test_same_values_mean_nothing_to_do(cluster):
+    plan = eks.plan_update(cluster, params(
+        version="1.33", role_arn=cluster["roleArn"], subnets=["subnet-a", "subnet-b"], endpoint_public_access=True,
+        endpoint_private_access=True, public_access_cidrs=["0.0.0.0/0"], logging=["authenticator", "api", "audit"],
+        authentication_mode="API_AND_CONFIG_MAP", service_ipv4_cidr="10.100.0.0/16",
+        tags={"trainium.eks/cluster": "trn-rehearsal", "ManagedBy": "trainium.eks"},
+    ))
+    assert eks.plan_is_empty(plan), plan
+
+
+def test_each_kind_of_change_is_its_own_update(cluster):
+    plan = eks.plan_update(cluster, params(
+        version="1.34", logging=["api"], endpoint_public_access=False, authentication_mode="API",
+        secrets_encryption_kms_key_arn=KEY, tags={"ManagedBy": "trainium.eks", "team": "ml"},
+    ))
+    assert plan["version"] == "1.34"
+    assert plan["config"] == [
+        {"logging": eks.logging_request(["api"])},
+        {"resourcesVpcConfig": {"endpointPublicAccess": False}},
+        {"accessConfig": {"authenticationMode": "API"}},
+    ]
+    assert plan["encryption"] == KEY
+    assert plan["tags_to_set"] == {"team": "ml"}
+    # aws: tags are never purged
+    assert plan["tags_to_remove"] == ["trainium.eks/cluster"]
+
+
+def test_endpoint_update_sends_both_halves_when_both_asked(cluster):
+    plan = eks.plan_update(cluster, params(endpoint_public_access=False, endpoint_private_access=True))
+    assert plan["config"] == [{"resourcesVpcConfig": {"endpointPublicAccess": False, "endpointPrivateAccess": True}}]
+
+
+def test_public_cidrs_compared_as_a_set(cluster):
+    cluster["resourcesVpcConfig"]["publicAccessCidrs"] = ["10.0.0.0/8", "192.168.0.0/16"]
+    assert eks.plan_is_empty(eks.plan_update(cluster, params(public_access_cidrs=["192.168.0.0/16", "10.0.0.0/8"])))
+    plan = eks.plan_update(cluster, params(public_access_cidrs=["10.0.0.0/8"]))
+    assert plan["config"] == [{"resourcesVpcConfig": {"publicAccessCidrs": ["10.0.0.0/8"]}}]
+
+
+def test_tags_left_alone_without_purge(cluster):
+    plan = eks.plan_update(cluster, params(tags={"team": "ml"}), purge_tags=False)
+    assert plan["tags_to_set"] == {"team": "ml"} and plan["tags_to_remove"] == []
+
+
+def test_attributes_the_cluster_does_not_report_are_not_differences(cluster):
+    """A cluster answer without subnets or access config (an API that leaves them out) is not changed."""
+    del cluster["accessConfig"]
+    cluster["resourcesVpcConfig"] = {}
+    plan = eks.plan_update(cluster, params(subnets=["subnet-x", "subnet-y"], authentication_mode="API", endpoint_public_access=True))
+    assert eks.plan_is_empty(plan)
+
+
+def test_immutable_differences_are_all_listed(cluster):
+    cluster["encryptionConfig"] = [{"resources": ["secrets"], "provider": {"keyArn": KEY}}]
+    with pytest.raises(eks.EksConfigError) as refused:
+        eks.plan_update(cluster, params(
+            role_arn="arn:aws:iam::123456789012:role/other", subnets=["subnet-a", "subnet-c"], service_ipv4_cidr="172.20.0.0/16",
+            secrets_encryption_kms_key_arn=KEY.replace("1234abcd", "9999abcd"), authentication_mode="CONFIG_MAP", version="1.35",
+        ))
+    message = str(refused.value)
+    assert "cannot change 6 setting(s) of EKS cluster trn-rehearsal" in message
+    for part in ("role_arn: cluster has arn:aws:iam::123456789012:role/trn-rehearsal-cluster, asked arn:aws:iam::123456789012:role/other",
+                 "subnets: cluster has ['subnet-a', 'subnet-b'], asked ['subnet-a', 'subnet-c']",
+                 "service_ipv4_cidr: cluster has 10.100.0.0/16, asked 172.20.0.0/16",
+                 "secrets_encryption_kms_key_arn: cluster encrypts secrets with",
+                 "authentication_mode: cluster has API_AND_CONFIG_MAP, asked CONFIG_MAP",
+                 "version: got 1.35, the cluster runs 1.33"):
+        assert part in message
+
+
+def test_removing_encryption_is_refused(cluster):
+    cluster["encryptionConfig"] = [{"resources": ["secrets"], "provider": {"keyArn": KEY}}]
+    with pytest.raises(eks.EksConfigError, match="cannot remove secrets encryption"):
+        eks.plan_update(cluster, params(secrets_encryption_kms_key_arn=""))
+    assert eks.plan_is_empty(eks.plan_update(cluster, params(secrets_encryption_kms_key_arn=KEY)))
+
+
+def test_apply_plan_locally_shows_the_result(cluster):
+    plan = eks.plan_update(cluster, params(version="1.34", logging=[], endpoint_public_access=False, tags={"team": "ml"}))
+    after = eks.describe_result(eks.apply_plan_locally(cluster, plan))
+    assert after["version"] == "1.34"
+    assert after["logging"] == []
+    assert after["endpoint_public_access"] is False and after["endpoint_private_access"] is True
+    assert after["subnet_ids"] == ["subnet-a", "subnet-b"]
+    assert after["tags"] == {"team": "ml", "aws:created-by": "x"}
+    assert cluster["version"] == "1.33"
+
+
+def test_describe_result_keys(cluster):
+    result = eks.describe_result(cluster, "arn:aws:iam::123456789012:oidc-provider/x")
+    assert result["cluster_security_group_id"] == "sg-cluster"
+    assert result["service_ipv4_cidr"] == "10.100.0.0/16"
+    assert result["certificate_authority"] == "LS0tLS1CRUdJTg=="
+    assert result["oidc_issuer"] == ISSUER
+    assert result["logging"] == ["api", "audit", "authenticator"]
+    assert eks.describe_result(None) == {}
+
+
+def test_oidc_provider_arn_follows_partition_and_account():
+    assert eks.oidc_provider_arn_for(ARN, ISSUER) == (
+        "arn:aws:iam::123456789012:oidc-provider/oidc.eks.us-west-2.amazonaws.com/id/ABCDEF0123456789")
+    assert eks.oidc_provider_arn_for("arn:aws-cn:eks:cn-north-1:210987654321:cluster/c", "https://oidc.eks.cn-north-1.amazonaws.com.cn/id/X") == (
+        "arn:aws-cn:iam::210987654321:oidc-provider/oidc.eks.cn-north-1.amazonaws.com.cn/id/X")
+    assert eks.oidc_provider_arn_for(ARN, None) is None
+
+
+# --- request shapes (Stubber) ---------------------------------------------
+
+
+def stubbed(service):
+    client = boto3.client(service, region_name="us-west-2", aws_access_key_id="a", aws_secret_access_key="b")
+    return client, Stubber(client)
+
+
+def test_describe_missing_cluster_is_none():
+    client, stub = stubbed("eks")
+    stub.add_client_error("describe_cluster", "ResourceNotFoundException", expected_params={"name": "gone"})
+    with stub:
+        assert eks.describe_cluster(client, "gone") is None
+    stub.assert_no_pending_responses()
+
+
+def test_update_requests(cluster):
+    client, stub = stubbed("eks")
+    update = {"id": "u-1", "status": "InProgress", "type": "LoggingUpdate"}
+    stub.add_response("update_cluster_config", {"update": update},
+                      {"name": "trn-rehearsal", "logging": eks.logging_request(["api"])})
+    stub.add_response("update_cluster_version", {"update": dict(update, type="VersionUpdate")}, {"name": "trn-rehearsal", "version": "1.34"})
+    stub.add_response("associate_encryption_config", {"update": dict(update, type="AssociateEncryptionConfig")},
+                      {"clusterName": "trn-rehearsal", "encryptionConfig": [{"resources": ["secrets"], "provider": {"keyArn": KEY}}]})
+    stub.add_response("describe_update", {"update": dict(update, status="Successful")}, {"name": "trn-rehearsal", "updateId": "u-1"})
+    with stub:
+        assert eks.update_cluster_config(client, "trn-rehearsal", {"logging": eks.logging_request(["api"])})["id"] == "u-1"
+        eks.update_cluster_version(client, "trn-rehearsal", "1.34")
+        eks.associate_encryption(client, "trn-rehearsal", KEY)
+        assert eks.wait_for_update(client, "trn-rehearsal", update, 60, sleep=lambda _s: None)["status"] == "Successful"
+    stub.assert_no_pending_responses()
+
+
+def test_failed_update_is_an_error():
+    client, stub = stubbed("eks")
+    update = {"id": "u-2", "status": "InProgress", "type": "VersionUpdate"}
+    stub.add_response("describe_update", {"update": dict(update, status="Failed", errors=[{"errorMessage": "add-on too old"}])},
+                      {"name": "c", "updateId": "u-2"})
+    with stub, pytest.raises(eks.EksClusterError, match="ended Failed: add-on too old"):
+        eks.wait_for_update(client, "c", update, 60, sleep=lambda _s: None)
+
+
+def test_oidc_provider_requests_and_lookup_by_tag():
+    iam, stub = stubbed("iam")
+    own = "arn:aws:iam::123456789012:oidc-provider/oidc.eks.us-west-2.amazonaws.com/id/OLD"
+    other = "arn:aws:iam::123456789012:oidc-provider/token.actions.githubusercontent.com"
+    stub.add_response("create_open_id_connect_provider", {"OpenIDConnectProviderArn": own},
+                      {"Url": ISSUER, "ClientIDList": ["sts.amazonaws.com"],
+                       "Tags": [{"Key": "ManagedBy", "Value": "trainium.eks"}, {"Key": "trainium.eks/cluster", "Value": "trn-rehearsal"}]})
+    stub.add_response("list_open_id_connect_providers", {"OpenIDConnectProviderList": [{"Arn": own}, {"Arn": other}]}, {})
+    stub.add_response("get_open_id_connect_provider", {"Url": "x", "ClientIDList": [], "ThumbprintList": [],
+                                                       "Tags": [{"Key": "trainium.eks/cluster", "Value": "trn-rehearsal"}]},
+                      {"OpenIDConnectProviderArn": own})
+    stub.add_response("get_open_id_connect_provider", {"Url": "y", "ClientIDList": [], "ThumbprintList": [], "Tags": []},
+                      {"OpenIDConnectProviderArn": other})
+    with stub:
+        assert eks.create_oidc_provider(iam, ISSUER, {"trainium.eks/cluster": "trn-rehearsal", "ManagedBy": "trainium.eks"}) == own
+        assert eks.oidc_provider_arns_of_cluster(iam, "trn-rehearsal") == [own]
+    stub.assert_no_pending_responses()

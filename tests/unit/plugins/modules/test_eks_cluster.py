@@ -1,0 +1,219 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the trainium.eks project
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""trainium.eks.eks_cluster run in-process against Stubber-checked EKS and IAM clients."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import boto3
+import pytest
+from botocore.stub import ANY
+from botocore.stub import Stubber
+
+from ansible.module_utils import basic
+from ansible_collections.amazon.aws.plugins.module_utils.modules import AnsibleAWSModule
+from ansible_collections.trainium.eks.plugins.module_utils import trainium_eks as eks
+from ansible_collections.trainium.eks.plugins.modules import eks_cluster
+
+try:
+    from ansible.module_utils.testing import patch_module_args
+except ImportError:  # ansible-core before 2.19
+    import contextlib
+
+    @contextlib.contextmanager
+    def patch_module_args(args=None):
+        saved = basic._ANSIBLE_ARGS  # pylint: disable=protected-access
+        basic._ANSIBLE_ARGS = json.dumps({"ANSIBLE_MODULE_ARGS": args or {}}).encode()  # pylint: disable=protected-access
+        try:
+            yield
+        finally:
+            basic._ANSIBLE_ARGS = saved  # pylint: disable=protected-access
+
+CONNECTION = {"region": "us-west-2", "access_key": "AKIAIOSFODNN7EXAMPLE", "secret_key": "not-a-real-secret"}
+ARN = "arn:aws:eks:us-west-2:123456789012:cluster/trn-rehearsal"
+ISSUER = "https://oidc.eks.us-west-2.amazonaws.com/id/ABCDEF"
+OIDC_ARN = "arn:aws:iam::123456789012:oidc-provider/oidc.eks.us-west-2.amazonaws.com/id/ABCDEF"
+ROLE = "arn:aws:iam::123456789012:role/trn-rehearsal-cluster"
+CLUSTER = {
+    "name": "trn-rehearsal", "arn": ARN, "version": "1.34", "status": "ACTIVE", "roleArn": ROLE,
+    "endpoint": "https://127.0.0.1:6443", "certificateAuthority": {"data": "Q0E="},
+    "resourcesVpcConfig": {"subnetIds": ["subnet-a", "subnet-b"], "endpointPublicAccess": True, "endpointPrivateAccess": True,
+                           "publicAccessCidrs": ["0.0.0.0/0"], "clusterSecurityGroupId": "sg-c"},
+    "kubernetesNetworkConfig": {"serviceIpv4Cidr": "172.20.0.0/16"},
+    "logging": eks.logging_request(["api", "audit", "authenticator"]),
+    "identity": {"oidc": {"issuer": ISSUER}},
+    "accessConfig": {"authenticationMode": "API_AND_CONFIG_MAP"},
+    "tags": {"ManagedBy": "trainium.eks"},
+}
+WANTED = dict(
+    CONNECTION, name="trn-rehearsal", version="1.34", role_arn=ROLE, subnets=["subnet-a", "subnet-b"],
+    endpoint_public_access=True, endpoint_private_access=True, logging=["api", "audit", "authenticator"], tags={"ManagedBy": "trainium.eks"},
+)
+
+
+@pytest.fixture(autouse=True)
+def no_aws_environment(monkeypatch):
+    for name in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+                 "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL", "AWS_URL", "EC2_URL"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def aws(monkeypatch):
+    """Stubbed eks and iam clients handed to the module instead of real ones."""
+    clients = {s: boto3.client(s, region_name="us-west-2", aws_access_key_id="a", aws_secret_access_key="b") for s in ("eks", "iam")}
+    stubs = {s: Stubber(c) for s, c in clients.items()}
+    monkeypatch.setattr(AnsibleAWSModule, "client", lambda self, service, *a, **k: clients[service])
+    for stub in stubs.values():
+        stub.activate()
+    yield stubs
+    for stub in stubs.values():
+        stub.assert_no_pending_responses()
+        stub.deactivate()
+
+
+def run(capsys, args, check_mode=False, diff=False):
+    capsys.readouterr()
+    args = dict(args, _ansible_check_mode=check_mode, _ansible_diff=diff)
+    with patch_module_args(args):
+        with pytest.raises(SystemExit):
+            eks_cluster.main()
+    return json.loads(capsys.readouterr().out)
+
+
+def cluster(**changes):
+    answer = copy.deepcopy(CLUSTER)
+    answer.update(changes)
+    return answer
+
+
+def oidc_present(stubs):
+    stubs["iam"].add_response("list_open_id_connect_providers", {"OpenIDConnectProviderList": [{"Arn": OIDC_ARN}]}, {})
+    stubs["iam"].add_response("get_open_id_connect_provider", {"Url": ISSUER, "ClientIDList": ["sts.amazonaws.com"], "ThumbprintList": []},
+                              {"OpenIDConnectProviderArn": OIDC_ARN})
+
+
+def test_check_mode_on_an_empty_account_reports_the_create_without_calling_create(capsys, aws):
+    aws["eks"].add_client_error("describe_cluster", "ResourceNotFoundException", expected_params={"name": "trn-rehearsal"})
+    result = run(capsys, WANTED, check_mode=True, diff=True)
+    assert result["changed"] is True
+    assert result["updates"] == ["create"]
+    assert result["cluster"]["arn"] is None and result["cluster"]["version"] == "1.34"
+    assert result["diff"]["before"] == {} and result["diff"]["after"]["subnet_ids"] == ["subnet-a", "subnet-b"]
+
+
+def test_create_sends_the_request_and_makes_the_oidc_provider(capsys, aws):
+    aws["eks"].add_client_error("describe_cluster", "ResourceNotFoundException", expected_params={"name": "trn-rehearsal"})
+    aws["eks"].add_response("create_cluster", {"cluster": cluster(status="CREATING")}, {
+        "name": "trn-rehearsal", "roleArn": ROLE, "version": "1.34",
+        "resourcesVpcConfig": {"subnetIds": ["subnet-a", "subnet-b"], "endpointPublicAccess": True, "endpointPrivateAccess": True},
+        "logging": eks.logging_request(["api", "audit", "authenticator"]),
+        "accessConfig": {"authenticationMode": "API_AND_CONFIG_MAP", "bootstrapClusterCreatorAdminPermissions": True},
+        "tags": {"ManagedBy": "trainium.eks"},
+    })
+    aws["eks"].add_response("describe_cluster", {"cluster": cluster(status="CREATING")}, {"name": "trn-rehearsal"})
+    aws["iam"].add_response("list_open_id_connect_providers", {"OpenIDConnectProviderList": []}, {})
+    aws["iam"].add_response("create_open_id_connect_provider", {"OpenIDConnectProviderArn": OIDC_ARN}, {
+        "Url": ISSUER, "ClientIDList": ["sts.amazonaws.com"],
+        "Tags": [{"Key": "ManagedBy", "Value": "trainium.eks"}, {"Key": "trainium.eks/cluster", "Value": "trn-rehearsal"}],
+    })
+    result = run(capsys, WANTED)
+    assert result["changed"] is True
+    assert result["updates"] == ["create", "oidc_provider"]
+    assert result["cluster"]["oidc_provider_arn"] == OIDC_ARN
+    assert result["cluster"]["status"] == "CREATING"
+
+
+def test_an_up_to_date_cluster_is_left_alone(capsys, aws):
+    aws["eks"].add_response("describe_cluster", {"cluster": cluster()}, {"name": "trn-rehearsal"})
+    aws["eks"].add_response("describe_cluster", {"cluster": cluster()}, {"name": "trn-rehearsal"})
+    oidc_present(aws)
+    result = run(capsys, WANTED)
+    assert result["changed"] is False and result["updates"] == []
+    assert result["cluster"]["cluster_security_group_id"] == "sg-c"
+    assert result["cluster"]["oidc_provider_arn"] == OIDC_ARN
+
+
+def test_check_mode_reports_updates_without_making_them(capsys, aws):
+    aws["eks"].add_response("describe_cluster", {"cluster": cluster()}, {"name": "trn-rehearsal"})
+    oidc_present(aws)
+    result = run(capsys, dict(WANTED, version="1.35", logging=["api"], tags={"team": "ml"}), check_mode=True, diff=True)
+    assert result["changed"] is True
+    assert result["updates"] == ["version", "logging", "tags"]
+    assert result["cluster"]["version"] == "1.35"
+    assert result["diff"]["before"]["logging"] == ["api", "audit", "authenticator"]
+    assert result["diff"]["after"]["logging"] == ["api"]
+
+
+def test_updates_run_one_after_another(capsys, aws):
+    aws["eks"].add_response("describe_cluster", {"cluster": cluster()}, {"name": "trn-rehearsal"})
+    aws["eks"].add_response("update_cluster_version", {"update": {"id": "u-1", "status": "InProgress"}}, {"name": "trn-rehearsal", "version": "1.35"})
+    # the next update waits for the first one
+    aws["eks"].add_response("describe_update", {"update": {"id": "u-1", "status": "Successful"}}, {"name": "trn-rehearsal", "updateId": "u-1"})
+    aws["eks"].add_response("update_cluster_config", {"update": {"id": "u-2", "status": "InProgress"}},
+                            {"name": "trn-rehearsal", "resourcesVpcConfig": {"endpointPublicAccess": False, "endpointPrivateAccess": True}})
+    aws["eks"].add_response("untag_resource", {}, {"resourceArn": ARN, "tagKeys": ["ManagedBy"]})
+    aws["eks"].add_response("tag_resource", {}, {"resourceArn": ARN, "tags": {"team": "ml"}})
+    aws["eks"].add_response("describe_cluster", {"cluster": cluster(status="UPDATING", version="1.35")}, {"name": "trn-rehearsal"})
+    oidc_present(aws)
+    result = run(capsys, dict(WANTED, version="1.35", endpoint_public_access=False, tags={"team": "ml"}))
+    assert result["changed"] is True
+    assert result["updates"] == ["version", "endpoint_access", "tags"]
+
+
+def test_immutable_differences_fail_before_any_change(capsys, aws):
+    aws["eks"].add_response("describe_cluster", {"cluster": cluster()}, {"name": "trn-rehearsal"})
+    result = run(capsys, dict(WANTED, subnets=["subnet-a", "subnet-z"], version="1.36"))
+    assert result["failed"] is True
+    assert "cannot change 2 setting(s)" in result["msg"]
+    assert "subnets: cluster has ['subnet-a', 'subnet-b'], asked ['subnet-a', 'subnet-z']" in result["msg"]
+    assert "version: got 1.36, the cluster runs 1.34; allowed: 1.34 or 1.35" in result["msg"]
+
+
+def test_create_without_role_fails_naming_it(capsys, aws):
+    aws["eks"].add_client_error("describe_cluster", "ResourceNotFoundException", expected_params={"name": "trn-rehearsal"})
+    args = dict(WANTED)
+    del args["role_arn"]
+    result = run(capsys, args)
+    assert result["failed"] is True
+    assert result["msg"] == "role_arn: required to create EKS cluster trn-rehearsal, which does not exist"
+
+
+def test_bad_logging_type_is_refused_by_the_argument_spec(capsys, aws):
+    result = run(capsys, dict(WANTED, logging=["api", "kubelet"]))
+    assert result["failed"] is True
+    assert "kubelet" in result["msg"]
+
+
+def test_absent_deletes_provider_and_cluster(capsys, aws):
+    aws["eks"].add_response("describe_cluster", {"cluster": cluster()}, {"name": "trn-rehearsal"})
+    aws["iam"].add_response("list_open_id_connect_providers", {"OpenIDConnectProviderList": [{"Arn": OIDC_ARN}]}, {})
+    aws["iam"].add_response("delete_open_id_connect_provider", {}, {"OpenIDConnectProviderArn": OIDC_ARN})
+    aws["eks"].add_response("delete_cluster", {"cluster": cluster(status="DELETING")}, {"name": "trn-rehearsal"})
+    aws["eks"].add_response("describe_cluster", {"cluster": cluster(status="DELETING")}, {"name": "trn-rehearsal"})
+    result = run(capsys, dict(CONNECTION, name="trn-rehearsal", state="absent"))
+    assert result["changed"] is True
+    assert result["updates"] == ["delete_oidc_provider", "delete"]
+    assert result["exists"] is True and result["cluster"]["status"] == "DELETING"
+
+
+def test_absent_when_only_a_tagged_provider_is_left(capsys, aws):
+    aws["eks"].add_client_error("describe_cluster", "ResourceNotFoundException", expected_params={"name": "trn-rehearsal"})
+    aws["iam"].add_response("list_open_id_connect_providers", {"OpenIDConnectProviderList": [{"Arn": OIDC_ARN}]}, {})
+    aws["iam"].add_response("get_open_id_connect_provider", {"Url": ISSUER, "ClientIDList": [], "ThumbprintList": [],
+                                                             "Tags": [{"Key": "trainium.eks/cluster", "Value": "trn-rehearsal"}]},
+                            {"OpenIDConnectProviderArn": OIDC_ARN})
+    aws["iam"].add_response("delete_open_id_connect_provider", {}, {"OpenIDConnectProviderArn": ANY})
+    result = run(capsys, dict(CONNECTION, name="trn-rehearsal", state="absent"))
+    assert result["changed"] is True and result["exists"] is False
+
+
+def test_absent_on_an_empty_account_changes_nothing(capsys, aws):
+    aws["eks"].add_client_error("describe_cluster", "ResourceNotFoundException", expected_params={"name": "trn-rehearsal"})
+    aws["iam"].add_response("list_open_id_connect_providers", {"OpenIDConnectProviderList": []}, {})
+    result = run(capsys, dict(CONNECTION, name="trn-rehearsal", state="absent"), check_mode=True)
+    assert result["changed"] is False and result["exists"] is False and result["cluster"] == {}
