@@ -1,0 +1,493 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the trainium.eks project
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""FSx for Lustre behind trainium.eks.fsx_lustre.
+
+Two halves:
+
+* pure functions (no AWS) that validate the options, build the
+  CreateFileSystem request and decide what an existing file system needs
+  (``plan_update``): unit tests cover them without boto3;
+* boto3 calls, each retried with jittered backoff and turning botocore errors
+  into ``TrainiumFsxError`` (an ``AnsibleAWSError``) that the module reports
+  with ``fail_json_aws_error``.
+
+AWS rules encoded here (FSx API reference, CreateFileSystem /
+UpdateFileSystem, FSx for Lustre user guide):
+
+* SSD storage (SCRATCH_2, PERSISTENT_1, PERSISTENT_2): 1200 GiB, 2400 GiB or a
+  multiple of 2400 GiB at creation; an increase must be a multiple of 2400 GiB
+  greater than the current capacity; capacity never shrinks.
+* Throughput per unit of storage: PERSISTENT_1 50/100/200, PERSISTENT_2
+  125/250/500/1000 MB/s/TiB, none for SCRATCH_2; persistent file systems may
+  change it later.
+* KmsKeyId only for persistent types (scratch data is encrypted with an
+  FSx-managed key); Lustre 2.10 only for SCRATCH_2 and PERSISTENT_1.
+* ImportPath / ExportPath (an S3 data repository set at creation) are not
+  supported on PERSISTENT_2, which links S3 through data repository
+  associations instead.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+from ansible_collections.amazon.aws.plugins.module_utils.botocore import is_boto3_error_code
+from ansible_collections.amazon.aws.plugins.module_utils.errors import AWSErrorHandler
+from ansible_collections.amazon.aws.plugins.module_utils.exceptions import AnsibleAWSError
+from ansible_collections.amazon.aws.plugins.module_utils.retries import AWSRetry
+from ansible_collections.amazon.aws.plugins.module_utils.tagging import boto3_tag_list_to_ansible_dict
+from ansible_collections.amazon.aws.plugins.module_utils.tagging import compare_aws_tags
+
+DEPLOYMENT_TYPES = ("SCRATCH_2", "PERSISTENT_1", "PERSISTENT_2")
+PERSISTENT_TYPES = ("PERSISTENT_1", "PERSISTENT_2")
+THROUGHPUTS = {"SCRATCH_2": (), "PERSISTENT_1": (50, 100, 200), "PERSISTENT_2": (125, 250, 500, 1000)}
+LUSTRE_VERSIONS = {"SCRATCH_2": ("2.10", "2.12", "2.15"), "PERSISTENT_1": ("2.10", "2.12", "2.15"), "PERSISTENT_2": ("2.12", "2.15")}
+COMPRESSION_TYPES = ("NONE", "LZ4")
+AUTO_IMPORT_POLICIES = ("NONE", "NEW", "NEW_CHANGED", "NEW_CHANGED_DELETED")
+CAPACITY_STEP = 2400
+SMALLEST_CAPACITY = 1200
+
+# Lifecycle values of DescribeFileSystems.
+AVAILABLE = "AVAILABLE"
+DELETING = "DELETING"
+FAILED = "FAILED"
+BUSY = ("CREATING", "UPDATING")
+
+_MAINTENANCE = re.compile(r"^[1-7]:([01][0-9]|2[0-3]):[0-5][0-9]$")
+_S3_PATH = re.compile(r"^s3://(?P<bucket>[a-z0-9][a-z0-9.-]{1,61}[a-z0-9])(?P<prefix>/[^\s]*)?$")
+_SUBNET = re.compile(r"^subnet-[0-9a-f]{8,17}$")
+_SECURITY_GROUP = re.compile(r"^sg-[0-9a-f]{8,17}$")
+_NAME = re.compile(r"^[^\s].{0,254}$")
+
+CAPACITY_RULE = "1200, 2400 or a multiple of 2400 GiB (SSD storage of SCRATCH_2, PERSISTENT_1 and PERSISTENT_2)"
+
+
+class TrainiumFsxError(AnsibleAWSError):
+    pass
+
+
+class FsxErrorHandler(AWSErrorHandler):
+    _CUSTOM_EXCEPTION = TrainiumFsxError
+
+    @classmethod
+    def _is_missing(cls):
+        return is_boto3_error_code(["FileSystemNotFound", "InvalidNetworkInterfaceID.NotFound"])
+
+
+# ---------------------------------------------------------------- validation
+
+
+def _describe_allowed(values):
+    return ", ".join(str(v) for v in values)
+
+
+def validation_errors(params):
+    """Problems with the module options, one message each (option, value, what is allowed).
+
+    Runs before any AWS call. ``params`` is the module's params dict.
+    """
+    errors = []
+    name = params.get("name")
+    if not name or not _NAME.match(name):
+        errors.append(f"name: got {name!r}; allowed: 1 to 255 characters, not starting with a blank (it becomes the Name tag)")
+    tags = params.get("tags") or {}
+    if "Name" in tags and tags["Name"] != name:
+        errors.append(f"tags.Name: got {tags['Name']!r}; the Name tag is the option name ({name!r}), leave it out of tags")
+    if params.get("wait_timeout") is not None and params["wait_timeout"] < 1:
+        errors.append(f"wait_timeout: got {params['wait_timeout']}; allowed: a number of seconds of at least 1")
+    if params.get("state", "present") != "present":
+        return errors
+
+    deployment_type = params.get("deployment_type")
+    if deployment_type not in DEPLOYMENT_TYPES:
+        errors.append(f"deployment_type: got {deployment_type!r}; allowed: {_describe_allowed(DEPLOYMENT_TYPES)}")
+        return errors
+
+    capacity = params.get("storage_capacity")
+    if capacity is None:
+        errors.append(f"storage_capacity: required with state=present; allowed: {CAPACITY_RULE}")
+    elif capacity < SMALLEST_CAPACITY or (capacity != SMALLEST_CAPACITY and capacity % CAPACITY_STEP):
+        errors.append(f"storage_capacity: got {capacity}; allowed for {deployment_type}: {CAPACITY_RULE}")
+
+    throughput = params.get("per_unit_storage_throughput")
+    allowed_throughput = THROUGHPUTS[deployment_type]
+    if not allowed_throughput:
+        if throughput is not None:
+            errors.append(
+                f"per_unit_storage_throughput: got {throughput}; allowed for {deployment_type}: none (leave it unset, scratch throughput follows capacity)"
+            )
+    elif throughput is None:
+        errors.append(
+            f"per_unit_storage_throughput: required for {deployment_type}; allowed: {_describe_allowed(allowed_throughput)} (MB/s per TiB)"
+        )
+    elif throughput not in allowed_throughput:
+        errors.append(
+            f"per_unit_storage_throughput: got {throughput}; allowed for {deployment_type}: {_describe_allowed(allowed_throughput)} (MB/s per TiB)"
+        )
+
+    version = params.get("file_system_type_version")
+    if version not in LUSTRE_VERSIONS[deployment_type]:
+        errors.append(f"file_system_type_version: got {version!r}; allowed for {deployment_type}: {_describe_allowed(LUSTRE_VERSIONS[deployment_type])}")
+
+    compression = params.get("data_compression_type")
+    if compression not in COMPRESSION_TYPES:
+        errors.append(f"data_compression_type: got {compression!r}; allowed: {_describe_allowed(COMPRESSION_TYPES)}")
+
+    if params.get("kms_key_id") and deployment_type not in PERSISTENT_TYPES:
+        errors.append(
+            f"kms_key_id: got {params['kms_key_id']!r} with deployment_type {deployment_type}; allowed only for "
+            f"{_describe_allowed(PERSISTENT_TYPES)} (scratch file systems use an FSx-managed key)"
+        )
+
+    window = params.get("weekly_maintenance_start_time")
+    if window is not None and not _MAINTENANCE.match(window):
+        errors.append(f"weekly_maintenance_start_time: got {window!r}; allowed: d:HH:MM in UTC, d from 1 (Monday) to 7 (Sunday), for example 7:03:00")
+
+    subnet = params.get("subnet_id")
+    if subnet is not None and not _SUBNET.match(subnet):
+        errors.append(f"subnet_id: got {subnet!r}; allowed: a subnet ID such as subnet-0123456789abcdef0")
+    for index, group in enumerate(params.get("security_group_ids") or []):
+        if not isinstance(group, str) or not _SECURITY_GROUP.match(group):
+            errors.append(f"security_group_ids[{index}]: got {group!r}; allowed: a security group ID such as sg-0123456789abcdef0")
+
+    repository = params.get("data_repository")
+    if repository:
+        if deployment_type == "PERSISTENT_2":
+            errors.append(
+                "data_repository: not supported with deployment_type PERSISTENT_2 (AWS links S3 to PERSISTENT_2 through data "
+                "repository associations, which this module does not manage); use SCRATCH_2 or PERSISTENT_1, or leave data_repository unset"
+            )
+        for key in ("import_path", "export_path"):
+            path = repository.get(key)
+            if path is None:
+                continue
+            match = _S3_PATH.match(path)
+            if not match or ".." in match.group("bucket"):
+                errors.append(f"data_repository.{key}: got {path!r}; allowed: s3://<bucket>[/<prefix>] with a valid S3 bucket name")
+        export_path = repository.get("export_path")
+        import_path = repository.get("import_path")
+        if export_path and import_path and _bucket(export_path) != _bucket(import_path):
+            errors.append(f"data_repository.export_path: got {export_path!r}; allowed: a path in the import bucket ({_bucket(import_path)})")
+        policy = repository.get("auto_import_policy")
+        if policy not in AUTO_IMPORT_POLICIES:
+            errors.append(f"data_repository.auto_import_policy: got {policy!r}; allowed: {_describe_allowed(AUTO_IMPORT_POLICIES)}")
+    return errors
+
+
+def _bucket(path):
+    return path[len("s3://"):].split("/", 1)[0]
+
+
+# ------------------------------------------------------------------ decisions
+
+
+def desired_tags(params):
+    tags = dict(params.get("tags") or {})
+    tags["Name"] = params["name"]
+    return tags
+
+
+def create_request(params):
+    """The CreateFileSystem request for the options (without ClientRequestToken)."""
+    deployment_type = params["deployment_type"]
+    lustre = {"DeploymentType": deployment_type, "DataCompressionType": params["data_compression_type"]}
+    if params.get("per_unit_storage_throughput") is not None:
+        lustre["PerUnitStorageThroughput"] = params["per_unit_storage_throughput"]
+    if params.get("weekly_maintenance_start_time"):
+        lustre["WeeklyMaintenanceStartTime"] = params["weekly_maintenance_start_time"]
+    repository = params.get("data_repository")
+    if repository:
+        lustre["ImportPath"] = repository["import_path"]
+        if repository.get("export_path"):
+            lustre["ExportPath"] = repository["export_path"]
+        lustre["AutoImportPolicy"] = repository["auto_import_policy"]
+    request = {
+        "FileSystemType": "LUSTRE",
+        "FileSystemTypeVersion": params["file_system_type_version"],
+        "StorageCapacity": params["storage_capacity"],
+        "StorageType": "SSD",
+        "SubnetIds": [params["subnet_id"]],
+        "SecurityGroupIds": list(params.get("security_group_ids") or []),
+        "LustreConfiguration": lustre,
+        "Tags": [{"Key": k, "Value": v} for k, v in sorted(desired_tags(params).items())],
+    }
+    if params.get("kms_key_id"):
+        request["KmsKeyId"] = params["kms_key_id"]
+    return request
+
+
+def _kms_matches(current, wanted):
+    """A key given by ID matches the key ARN AWS reports."""
+    return current == wanted or current.endswith("/" + wanted)
+
+
+def plan_update(current, params, current_security_group_ids=None):
+    """Decide what an existing file system needs to match the options.
+
+    Compares only what the options ask for and what DescribeFileSystems
+    reports (a field missing from the answer is left alone).
+    ``current_security_group_ids`` is None when unknown (no network
+    interfaces reported). Returns a dict:
+
+    * ``errors``: changes AWS refuses (a capacity decrease);
+    * ``immutable``: differences that need a new file system, as
+      ``"option: current -> wanted"``;
+    * ``update``: UpdateFileSystem parameters (without FileSystemId), empty
+      when nothing is to update;
+    * ``tags_to_set`` (dict) and ``tags_to_unset`` (list).
+    """
+    lustre = current.get("LustreConfiguration") or {}
+    repository = lustre.get("DataRepositoryConfiguration") or {}
+    plan = {"errors": [], "immutable": [], "update": {}, "tags_to_set": {}, "tags_to_unset": []}
+    fs_id = current.get("FileSystemId")
+
+    def immutable(option, have, want):
+        if have is not None and want is not None and have != want:
+            plan["immutable"].append(f"{option}: {have} -> {want}")
+
+    immutable("deployment_type", lustre.get("DeploymentType"), params.get("deployment_type"))
+    subnets = current.get("SubnetIds")
+    if subnets and params.get("subnet_id") and params["subnet_id"] not in subnets:
+        plan["immutable"].append(f"subnet_id: {', '.join(subnets)} -> {params['subnet_id']}")
+    wanted_groups = params.get("security_group_ids")
+    if current_security_group_ids is not None and wanted_groups is not None and sorted(set(current_security_group_ids)) != sorted(set(wanted_groups)):
+        plan["immutable"].append(f"security_group_ids: {sorted(set(current_security_group_ids))} -> {sorted(set(wanted_groups))}")
+    if params.get("kms_key_id") and current.get("KmsKeyId") and not _kms_matches(current["KmsKeyId"], params["kms_key_id"]):
+        plan["immutable"].append(f"kms_key_id: {current['KmsKeyId']} -> {params['kms_key_id']}")
+    immutable("file_system_type_version", current.get("FileSystemTypeVersion"), params.get("file_system_type_version"))
+    wanted_repository = params.get("data_repository")
+    if wanted_repository:
+        have_import = repository.get("ImportPath")
+        if lustre and have_import is None and not repository:
+            plan["immutable"].append(f"data_repository.import_path: none -> {wanted_repository['import_path']}")
+        immutable("data_repository.import_path", have_import, wanted_repository.get("import_path"))
+        immutable("data_repository.export_path", repository.get("ExportPath"), wanted_repository.get("export_path"))
+
+    update_lustre = {}
+    capacity = params.get("storage_capacity")
+    have_capacity = current.get("StorageCapacity")
+    if capacity is not None and have_capacity is not None and capacity != have_capacity:
+        if capacity < have_capacity:
+            plan["errors"].append(
+                f"storage_capacity: got {capacity}; file system {fs_id} has {have_capacity} GiB and FSx for Lustre cannot shrink; "
+                f"allowed: {have_capacity} or more, in multiples of {CAPACITY_STEP} GiB"
+            )
+        elif capacity % CAPACITY_STEP:
+            plan["errors"].append(
+                f"storage_capacity: got {capacity}; an increase of file system {fs_id} (now {have_capacity} GiB) must be a multiple of {CAPACITY_STEP} GiB"
+            )
+        else:
+            plan["update"]["StorageCapacity"] = capacity
+    throughput = params.get("per_unit_storage_throughput")
+    have_throughput = lustre.get("PerUnitStorageThroughput")
+    if throughput is not None and have_throughput is not None and throughput != have_throughput:
+        update_lustre["PerUnitStorageThroughput"] = throughput
+    compression = params.get("data_compression_type")
+    have_compression = lustre.get("DataCompressionType")
+    if compression and have_compression and compression != have_compression:
+        update_lustre["DataCompressionType"] = compression
+    window = params.get("weekly_maintenance_start_time")
+    if window and lustre.get("WeeklyMaintenanceStartTime") and window != lustre["WeeklyMaintenanceStartTime"]:
+        update_lustre["WeeklyMaintenanceStartTime"] = window
+    if wanted_repository and repository.get("AutoImportPolicy") and wanted_repository["auto_import_policy"] != repository["AutoImportPolicy"]:
+        update_lustre["AutoImportPolicy"] = wanted_repository["auto_import_policy"]
+    if update_lustre:
+        plan["update"]["LustreConfiguration"] = update_lustre
+
+    have_tags = boto3_tag_list_to_ansible_dict(current.get("Tags") or [])
+    if params.get("tags") is None:
+        wanted_tags = {"Name": params["name"]}
+        purge = False
+    else:
+        wanted_tags = desired_tags(params)
+        purge = params.get("purge_tags", True)
+    to_set, to_unset = compare_aws_tags(have_tags, wanted_tags, purge)
+    plan["tags_to_set"] = to_set
+    plan["tags_to_unset"] = sorted(to_unset)
+    return plan
+
+
+def plan_changes(plan):
+    return bool(plan["update"] or plan["tags_to_set"] or plan["tags_to_unset"])
+
+
+def apply_plan(current, plan):
+    """The DescribeFileSystems entry as it will be once ``plan`` is applied (for diff and check mode)."""
+    after = dict(current)
+    after["LustreConfiguration"] = dict(current.get("LustreConfiguration") or {})
+    if "StorageCapacity" in plan["update"]:
+        after["StorageCapacity"] = plan["update"]["StorageCapacity"]
+    lustre_update = dict(plan["update"].get("LustreConfiguration") or {})
+    policy = lustre_update.pop("AutoImportPolicy", None)
+    after["LustreConfiguration"].update(lustre_update)
+    if policy:
+        repository = dict(after["LustreConfiguration"].get("DataRepositoryConfiguration") or {})
+        repository["AutoImportPolicy"] = policy
+        after["LustreConfiguration"]["DataRepositoryConfiguration"] = repository
+    tags = boto3_tag_list_to_ansible_dict(current.get("Tags") or [])
+    for key in plan["tags_to_unset"]:
+        tags.pop(key, None)
+    tags.update(plan["tags_to_set"])
+    after["Tags"] = [{"Key": k, "Value": v} for k, v in sorted(tags.items())]
+    return after
+
+
+def planned_file_system(params):
+    """What DescribeFileSystems would report for a file system created from ``params`` (check mode)."""
+    request = create_request(params)
+    lustre = dict(request["LustreConfiguration"])
+    repository = {k: lustre.pop(k) for k in ("ImportPath", "ExportPath", "AutoImportPolicy") if k in lustre}
+    if repository:
+        lustre["DataRepositoryConfiguration"] = repository
+    planned = dict(request, LustreConfiguration=lustre)
+    planned.pop("SecurityGroupIds")
+    return planned
+
+
+def find_by_name(file_systems, name):
+    """(live, deleting): Lustre file systems whose Name tag is ``name``."""
+    live, deleting = [], []
+    for fs in file_systems:
+        if fs.get("FileSystemType") != "LUSTRE":
+            continue
+        if boto3_tag_list_to_ansible_dict(fs.get("Tags") or []).get("Name") != name:
+            continue
+        (deleting if fs.get("Lifecycle") == DELETING else live).append(fs)
+    return live, deleting
+
+
+def summarize(fs, security_group_ids=None):
+    """The module's file_system return value (snake_case) for a DescribeFileSystems entry."""
+    if not fs:
+        return {}
+    lustre = fs.get("LustreConfiguration") or {}
+    repository = lustre.get("DataRepositoryConfiguration") or {}
+    tags = boto3_tag_list_to_ansible_dict(fs.get("Tags") or [])
+    subnet_ids = list(fs.get("SubnetIds") or [])
+    if security_group_ids is None:
+        security_group_ids = fs.get("SecurityGroupIds")
+    return {
+        "file_system_id": fs.get("FileSystemId"),
+        "name": tags.get("Name"),
+        "resource_arn": fs.get("ResourceARN"),
+        "lifecycle": fs.get("Lifecycle"),
+        "failure_details": (fs.get("FailureDetails") or {}).get("Message"),
+        "dns_name": fs.get("DNSName"),
+        "mount_name": lustre.get("MountName"),
+        "storage_capacity": fs.get("StorageCapacity"),
+        "storage_type": fs.get("StorageType"),
+        "deployment_type": lustre.get("DeploymentType"),
+        "per_unit_storage_throughput": lustre.get("PerUnitStorageThroughput"),
+        "data_compression_type": lustre.get("DataCompressionType"),
+        "weekly_maintenance_start_time": lustre.get("WeeklyMaintenanceStartTime"),
+        "file_system_type_version": fs.get("FileSystemTypeVersion"),
+        "kms_key_id": fs.get("KmsKeyId"),
+        "vpc_id": fs.get("VpcId"),
+        "subnet_ids": subnet_ids,
+        "subnet_id": subnet_ids[0] if subnet_ids else None,
+        "security_group_ids": sorted(security_group_ids) if security_group_ids is not None else None,
+        "network_interface_ids": list(fs.get("NetworkInterfaceIds") or []),
+        "data_repository": {
+            "import_path": repository.get("ImportPath"),
+            "export_path": repository.get("ExportPath"),
+            "auto_import_policy": repository.get("AutoImportPolicy"),
+        } if repository else None,
+        "tags": tags,
+    }
+
+
+# ----------------------------------------------------------------- AWS calls
+
+
+@FsxErrorHandler.common_error_handler("describe FSx file systems")
+@AWSRetry.jittered_backoff()
+def describe_file_systems(client):
+    paginator = client.get_paginator("describe_file_systems")
+    return paginator.paginate().build_full_result().get("FileSystems", [])
+
+
+@FsxErrorHandler.list_error_handler("describe FSx file system", default_value=None)
+@AWSRetry.jittered_backoff()
+def describe_file_system(client, file_system_id):
+    """One file system by ID, or None when it does not exist (any more)."""
+    found = client.describe_file_systems(FileSystemIds=[file_system_id]).get("FileSystems", [])
+    return found[0] if found else None
+
+
+@FsxErrorHandler.list_error_handler("describe the network interfaces of the FSx file system", default_value=None)
+@AWSRetry.jittered_backoff()
+def security_groups_of(ec2_client, network_interface_ids):
+    """Security groups of the file system's network interfaces (FSx reports them only there)."""
+    if not network_interface_ids:
+        return None
+    interfaces = ec2_client.describe_network_interfaces(NetworkInterfaceIds=list(network_interface_ids))["NetworkInterfaces"]
+    return sorted({group["GroupId"] for interface in interfaces for group in interface.get("Groups", [])})
+
+
+@FsxErrorHandler.common_error_handler("create the FSx for Lustre file system")
+@AWSRetry.jittered_backoff()
+def create_file_system(client, request):
+    return client.create_file_system(**request)["FileSystem"]
+
+
+@FsxErrorHandler.common_error_handler("update the FSx for Lustre file system")
+@AWSRetry.jittered_backoff()
+def update_file_system(client, file_system_id, update):
+    return client.update_file_system(FileSystemId=file_system_id, **update)["FileSystem"]
+
+
+@FsxErrorHandler.common_error_handler("tag the FSx for Lustre file system")
+@AWSRetry.jittered_backoff()
+def tag_file_system(client, arn, tags):
+    client.tag_resource(ResourceARN=arn, Tags=[{"Key": k, "Value": v} for k, v in sorted(tags.items())])
+
+
+@FsxErrorHandler.common_error_handler("untag the FSx for Lustre file system")
+@AWSRetry.jittered_backoff()
+def untag_file_system(client, arn, keys):
+    client.untag_resource(ResourceARN=arn, TagKeys=list(keys))
+
+
+def delete_request(fs):
+    """DeleteFileSystem parameters: no final backup (persistent types only take one)."""
+    request = {"FileSystemId": fs["FileSystemId"]}
+    deployment_type = (fs.get("LustreConfiguration") or {}).get("DeploymentType")
+    if deployment_type in PERSISTENT_TYPES:
+        request["LustreConfiguration"] = {"SkipFinalBackup": True}
+    return request
+
+
+@FsxErrorHandler.deletion_error_handler("delete the FSx for Lustre file system")
+@AWSRetry.jittered_backoff()
+def delete_file_system(client, fs):
+    client.delete_file_system(**delete_request(fs))
+    return True
+
+
+def wait_for(client, file_system_id, timeout, delay=5, gone=False, clock=time.monotonic, sleep=time.sleep):
+    """Poll until the file system is AVAILABLE (or, with ``gone``, no longer listed).
+
+    Returns the last DescribeFileSystems entry (None when gone). Raises
+    TrainiumFsxError when it reaches FAILED or the timeout passes.
+    """
+    deadline = clock() + timeout
+    while True:
+        fs = describe_file_system(client, file_system_id)
+        if gone and fs is None:
+            return None
+        if not gone:
+            if fs is None:
+                raise TrainiumFsxError(message=f"FSx file system {file_system_id} disappeared while waiting for it to become AVAILABLE")
+            if fs.get("Lifecycle") == AVAILABLE:
+                return fs
+            if fs.get("Lifecycle") == FAILED:
+                reason = (fs.get("FailureDetails") or {}).get("Message", "no reason given")
+                raise TrainiumFsxError(message=f"FSx file system {file_system_id} is FAILED: {reason}")
+        if clock() >= deadline:
+            what = "to be deleted" if gone else "to become AVAILABLE"
+            state = fs.get("Lifecycle") if fs else "gone"
+            raise TrainiumFsxError(message=f"Timed out after {timeout} s waiting for FSx file system {file_system_id} {what} (now {state})")
+        sleep(delay)

@@ -1,0 +1,227 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the trainium.eks project
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""trainium.eks.fsx_lustre (module and role) against the rehearsal's moto server.
+
+Every assertion about what exists is made by listing the account with boto3,
+not by trusting the module's answer.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+VENV_BIN = pathlib.Path(os.environ.get("VENV", ROOT / ".venv")) / "bin"
+NAME = "itest-data"
+
+
+def fsx_lustre(rehearsal, module_args, check=False):
+    env = dict(rehearsal)
+    env.update(ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json")
+    cmd = [str(VENV_BIN / "ansible"), "localhost", "-i", "inventories/local", "-m", "trainium.eks.fsx_lustre",
+           "-a", json.dumps(dict({"region": "us-west-2"}, **module_args))]
+    if check:
+        cmd.append("--check")
+    completed = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=180, check=False)
+    report = json.loads(completed.stdout)
+    return report["plays"][0]["tasks"][0]["hosts"]["localhost"]
+
+
+@pytest.fixture
+def network(aws):
+    ec2 = aws.client("ec2")
+    vpc = ec2.create_vpc(CidrBlock="10.43.0.0/16")["Vpc"]["VpcId"]
+    subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.43.0.0/24", AvailabilityZone="us-west-2b")["Subnet"]["SubnetId"]
+    group = ec2.create_security_group(GroupName="itest-lustre", Description="Lustre", VpcId=vpc)["GroupId"]
+    return {"vpc": vpc, "subnet": subnet, "group": group}
+
+
+def _args(network, **changes):
+    args = {
+        "name": NAME, "deployment_type": "PERSISTENT_1", "storage_capacity": 1200, "per_unit_storage_throughput": 200,
+        "subnet_id": network["subnet"], "security_group_ids": [network["group"]], "tags": {"team": "ml"}, "wait": True, "wait_timeout": 60,
+    }
+    args.update(changes)
+    return args
+
+
+def _file_systems(aws):
+    return aws.client("fsx").describe_file_systems()["FileSystems"]
+
+
+def test_module_lifecycle(aws, rehearsal, network):
+    created = fsx_lustre(rehearsal, _args(network))
+    assert created.get("failed") is not True, created
+    assert created["changed"] is True
+    (fs,) = _file_systems(aws)
+    assert fs["FileSystemId"] == created["file_system"]["file_system_id"]
+    assert fs["Lifecycle"] == "AVAILABLE" and created["file_system"]["lifecycle"] == "AVAILABLE"
+    assert (fs["StorageCapacity"], fs["SubnetIds"]) == (1200, [network["subnet"]])
+    assert fs["LustreConfiguration"]["DeploymentType"] == "PERSISTENT_1"
+    assert fs["LustreConfiguration"]["PerUnitStorageThroughput"] == 200
+    assert fs["LustreConfiguration"]["DataCompressionType"] == "LZ4"
+    assert {t["Key"]: t["Value"] for t in fs["Tags"]} == {"Name": NAME, "team": "ml"}
+    assert created["file_system"]["mount_name"] == fs["LustreConfiguration"]["MountName"]
+    # Security groups are read from the file system's network interfaces, as on AWS.
+    assert (created["file_system"]["security_group_ids"], created["file_system"]["vpc_id"]) == ([network["group"]], network["vpc"])
+
+    again = fsx_lustre(rehearsal, _args(network))
+    assert again.get("failed") is not True, again
+    assert again["changed"] is False
+    assert len(_file_systems(aws)) == 1
+
+    grown = fsx_lustre(rehearsal, _args(network, storage_capacity=2400))
+    assert grown.get("failed") is not True, grown
+    assert grown["changed"] is True
+    assert _file_systems(aws)[0]["StorageCapacity"] == 2400
+
+    shrink = fsx_lustre(rehearsal, _args(network, storage_capacity=1200))
+    assert shrink["failed"] is True
+    assert shrink["msg"] == (f"storage_capacity: got 1200; file system {fs['FileSystemId']} has 2400 GiB and FSx for Lustre cannot shrink; "
+                             "allowed: 2400 or more, in multiples of 2400 GiB")
+    assert _file_systems(aws)[0]["StorageCapacity"] == 2400
+
+    other_type = fsx_lustre(rehearsal, _args(network, storage_capacity=2400, deployment_type="PERSISTENT_2", per_unit_storage_throughput=250))
+    assert other_type["failed"] is True
+    assert other_type["immutable_differences"] == ["deployment_type: PERSISTENT_1 -> PERSISTENT_2"]
+
+    other_group = aws.client("ec2").create_security_group(GroupName="itest-other", Description="other", VpcId=network["vpc"])["GroupId"]
+    moved = fsx_lustre(rehearsal, _args(network, storage_capacity=2400, security_group_ids=[other_group]))
+    assert moved["failed"] is True
+    assert moved["immutable_differences"] == [f"security_group_ids: ['{network['group']}'] -> ['{other_group}']"]
+
+    retuned = fsx_lustre(rehearsal, _args(network, storage_capacity=2400, per_unit_storage_throughput=100, tags={"team": "research"}))
+    assert retuned.get("failed") is not True, retuned
+    assert retuned["changed"] is True
+    fs = _file_systems(aws)[0]
+    assert fs["LustreConfiguration"]["PerUnitStorageThroughput"] == 100
+    assert {t["Key"]: t["Value"] for t in fs["Tags"]} == {"Name": NAME, "team": "research"}
+
+    gone = fsx_lustre(rehearsal, {"name": NAME, "state": "absent", "wait": True, "wait_timeout": 60})
+    assert gone.get("failed") is not True, gone
+    assert gone["changed"] is True
+    assert aws.resources()["fsx_file_systems"] == []
+
+    gone_again = fsx_lustre(rehearsal, {"name": NAME, "state": "absent", "wait": True})
+    assert gone_again.get("failed") is not True, gone_again
+    assert gone_again["changed"] is False
+
+
+def test_check_mode_creates_nothing(aws, rehearsal, network):
+    planned = fsx_lustre(rehearsal, _args(network), check=True)
+    assert planned.get("failed") is not True, planned
+    assert planned["changed"] is True
+    assert planned["file_system"]["file_system_id"] is None
+    assert planned["file_system"]["storage_capacity"] == 1200
+    assert aws.resources()["fsx_file_systems"] == []
+
+
+def test_check_mode_changes_nothing_on_an_existing_file_system(aws, rehearsal, network):
+    assert fsx_lustre(rehearsal, _args(network))["changed"] is True
+    grown = fsx_lustre(rehearsal, _args(network, storage_capacity=4800), check=True)
+    assert grown["changed"] is True and grown["file_system"]["storage_capacity"] == 4800
+    deleted = fsx_lustre(rehearsal, {"name": NAME, "state": "absent"}, check=True)
+    assert deleted["changed"] is True
+    (fs,) = _file_systems(aws)
+    assert fs["StorageCapacity"] == 1200
+
+
+def test_bad_options_fail_before_any_call(aws, rehearsal, network):
+    result = fsx_lustre(rehearsal, _args(network, storage_capacity=3000, data_repository={"import_path": "bucket/x"}))
+    assert result["failed"] is True
+    assert "storage_capacity: got 3000; allowed for PERSISTENT_1: 1200, 2400 or a multiple of 2400 GiB" in result["msg"]
+    assert "data_repository.import_path: got 'bucket/x'; allowed: s3://<bucket>[/<prefix>]" in result["msg"]
+    assert aws.resources()["fsx_file_systems"] == []
+
+
+def test_scratch_with_s3_repository(aws, rehearsal, network):
+    args = _args(network, deployment_type="SCRATCH_2", per_unit_storage_throughput=None, storage_capacity=2400,
+                 data_repository={"import_path": "s3://itest-datasets/wikicorpus"})
+    args.pop("per_unit_storage_throughput")
+    created = fsx_lustre(rehearsal, args)
+    assert created.get("failed") is not True, created
+    repository = _file_systems(aws)[0]["LustreConfiguration"]["DataRepositoryConfiguration"]
+    assert repository["ImportPath"] == "s3://itest-datasets/wikicorpus"
+    assert repository["AutoImportPolicy"] == "NEW_CHANGED_DELETED"
+    assert fsx_lustre(rehearsal, args)["changed"] is False
+    assert fsx_lustre(rehearsal, {"name": NAME, "state": "absent", "wait": True})["changed"] is True
+    assert aws.resources()["fsx_file_systems"] == []
+
+
+ROLE_PLAYBOOK = """
+- name: Run trainium.eks.fsx_lustre
+  hosts: trainium
+  gather_facts: false
+  roles:
+    - role: trainium.eks.preflight
+      when: fsx_lustre_state | default('present') == 'present'
+    - role: trainium.eks.fsx_lustre
+  post_tasks:
+    - name: Show the facts
+      ansible.builtin.debug:
+        msg: "FACTS={{ fsx_lustre_facts | to_json | b64encode }}"
+"""
+
+
+def _facts(result):
+    # base64: one word, so the callback's line folding cannot split it.
+    word = next(w for w in result.output.split() if "FACTS=" in w)
+    return json.loads(base64.b64decode(word.split("FACTS=", 1)[1].strip("\"'")))
+
+
+def test_role_on_an_empty_account_in_check_mode(aws, run_playbook, tmp_path):
+    playbook = tmp_path / "role.yml"
+    playbook.write_text(ROLE_PLAYBOOK)
+    result = run_playbook(str(playbook), args=["--check"])
+    assert result.rc == 0, result
+    assert "Would create FSx for Lustre file system trn-rehearsal-data: PERSISTENT_1, 1200 GiB, 200 MB/s/TiB" in result.text
+    facts = _facts(result)
+    assert facts["file_system_id"] is None and facts["storage_capacity_gib"] == 1200 and facts["deployment_type"] == "PERSISTENT_1"
+    assert aws.resources()["fsx_file_systems"] == []
+
+
+def test_role_without_subnet_fails_before_creating(aws, run_playbook, tmp_path):
+    playbook = tmp_path / "role.yml"
+    playbook.write_text(ROLE_PLAYBOOK)
+    result = run_playbook(str(playbook))
+    assert result.rc != 0, result
+    assert "fsx_lustre_subnet_id: got null, fsx_lustre_security_group_ids: got []; allowed: a subnet ID and at least one security group ID" in result.text
+    assert aws.resources()["fsx_file_systems"] == []
+
+
+def test_role_present_then_absent(aws, run_playbook, tmp_path, network):
+    playbook = tmp_path / "role.yml"
+    playbook.write_text(ROLE_PLAYBOOK)
+    extra = {"fsx_lustre_subnet_id": network["subnet"], "fsx_lustre_security_group_ids": [network["group"]], "fsx_lustre_wait_delay": 1}
+    result = run_playbook(str(playbook), extra_vars=extra)
+    assert result.rc == 0, result
+    (fs,) = _file_systems(aws)
+    assert fs["Lifecycle"] == "AVAILABLE"
+    tags = {t["Key"]: t["Value"] for t in fs["Tags"]}
+    assert tags["Name"] == "trn-rehearsal-data" and tags["trainium.eks/cluster"] == "trn-rehearsal" and tags["ManagedBy"] == "trainium.eks"
+    facts = _facts(result)
+    assert facts["file_system_id"] == fs["FileSystemId"]
+    assert facts["mount_name"] == fs["LustreConfiguration"]["MountName"]
+    assert (facts["subnet_id"], facts["security_group_ids"]) == (network["subnet"], [network["group"]])
+
+    again = run_playbook(str(playbook), extra_vars=extra)
+    assert again.rc == 0, again
+    assert "changed=0" in again.text
+
+    # Alone (no network or launch template facts), an existing file system needs no subnet or groups.
+    alone = run_playbook(str(playbook), extra_vars={"fsx_lustre_wait_delay": 1})
+    assert alone.rc == 0, alone
+    assert "changed=0" in alone.text
+    assert _facts(alone)["file_system_id"] == fs["FileSystemId"]
+
+    removed = run_playbook(str(playbook), extra_vars={"fsx_lustre_state": "absent", "fsx_lustre_wait_delay": 1})
+    assert removed.rc == 0, removed
+    assert aws.resources()["fsx_file_systems"] == []
+    assert _facts(removed)["file_system_id"] is None

@@ -1,0 +1,526 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the trainium.eks project
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""The FSx for Lustre decisions (no AWS) and the boto3 calls, checked with botocore's Stubber."""
+
+from __future__ import annotations
+
+import copy
+import types
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from ansible_collections.amazon.aws.plugins.module_utils import cloud
+from ansible_collections.trainium.eks.plugins.module_utils import trainium_fsx as fsx
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_fsx import TrainiumFsxError
+
+FS_ID = "fs-0123456789abcdef0"
+ARN = f"arn:aws:fsx:us-west-2:123456789012:file-system/{FS_ID}"
+SUBNET = "subnet-0123456789abcdef0"
+GROUP = "sg-0123456789abcdef0"
+
+PARAMS = {
+    "name": "trn-rehearsal-data",
+    "state": "present",
+    "deployment_type": "PERSISTENT_1",
+    "storage_capacity": 1200,
+    "per_unit_storage_throughput": 200,
+    "subnet_id": SUBNET,
+    "security_group_ids": [GROUP],
+    "file_system_type_version": "2.15",
+    "data_compression_type": "LZ4",
+    "kms_key_id": None,
+    "weekly_maintenance_start_time": None,
+    "data_repository": None,
+    "tags": {"trainium.eks/cluster": "trn-rehearsal", "ManagedBy": "trainium.eks"},
+    "purge_tags": True,
+    "wait": False,
+    "wait_timeout": 1800,
+}
+
+# A DescribeFileSystems entry as AWS answers for the file system PARAMS create.
+EXISTING = {
+    "OwnerId": "123456789012",
+    "FileSystemId": FS_ID,
+    "FileSystemType": "LUSTRE",
+    "Lifecycle": "AVAILABLE",
+    "StorageCapacity": 1200,
+    "StorageType": "SSD",
+    "VpcId": "vpc-0123456789abcdef0",
+    "SubnetIds": [SUBNET],
+    "NetworkInterfaceIds": ["eni-0123456789abcdef0", "eni-0123456789abcdef1"],
+    "DNSName": f"{FS_ID}.fsx.us-west-2.amazonaws.com",
+    "KmsKeyId": "arn:aws:kms:us-west-2:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab",
+    "ResourceARN": ARN,
+    "FileSystemTypeVersion": "2.15",
+    "Tags": [
+        {"Key": "Name", "Value": "trn-rehearsal-data"},
+        {"Key": "trainium.eks/cluster", "Value": "trn-rehearsal"},
+        {"Key": "ManagedBy", "Value": "trainium.eks"},
+    ],
+    "LustreConfiguration": {
+        "WeeklyMaintenanceStartTime": "7:03:00",
+        "DeploymentType": "PERSISTENT_1",
+        "PerUnitStorageThroughput": 200,
+        "MountName": "abcdef12",
+        "DataCompressionType": "LZ4",
+    },
+}
+
+
+def params(**changes):
+    result = copy.deepcopy(PARAMS)
+    result.update(changes)
+    return result
+
+
+def existing(**changes):
+    result = copy.deepcopy(EXISTING)
+    result.update(changes)
+    return result
+
+
+# ------------------------------------------------------------------ validation
+
+
+def test_valid_options_have_no_problems():
+    assert fsx.validation_errors(params()) == []
+    assert fsx.validation_errors(params(deployment_type="SCRATCH_2", per_unit_storage_throughput=None, storage_capacity=2400)) == []
+    assert fsx.validation_errors(params(deployment_type="PERSISTENT_2", per_unit_storage_throughput=1000, storage_capacity=4800)) == []
+
+
+@pytest.mark.parametrize("capacity", [1200, 2400, 4800, 9600, 24000])
+def test_capacity_allowed(capacity):
+    assert fsx.validation_errors(params(storage_capacity=capacity)) == []
+
+
+@pytest.mark.parametrize("capacity", [0, 1000, 1800, 3600, 6000, 1201])
+def test_capacity_refused_names_value_and_rule(capacity):
+    assert fsx.validation_errors(params(storage_capacity=capacity)) == [
+        f"storage_capacity: got {capacity}; allowed for PERSISTENT_1: 1200, 2400 or a multiple of 2400 GiB "
+        "(SSD storage of SCRATCH_2, PERSISTENT_1 and PERSISTENT_2)"
+    ]
+
+
+@pytest.mark.parametrize("deployment_type, good, bad", [
+    ("PERSISTENT_1", [50, 100, 200], [125, 250, 1000, 12]),
+    ("PERSISTENT_2", [125, 250, 500, 1000], [50, 100, 200]),
+])
+def test_throughput_per_deployment_type(deployment_type, good, bad):
+    for value in good:
+        assert fsx.validation_errors(params(deployment_type=deployment_type, per_unit_storage_throughput=value)) == []
+    for value in bad:
+        (error,) = fsx.validation_errors(params(deployment_type=deployment_type, per_unit_storage_throughput=value))
+        assert error.startswith(f"per_unit_storage_throughput: got {value}; allowed for {deployment_type}: ")
+
+
+def test_throughput_required_for_persistent_and_refused_for_scratch():
+    assert fsx.validation_errors(params(per_unit_storage_throughput=None)) == [
+        "per_unit_storage_throughput: required for PERSISTENT_1; allowed: 50, 100, 200 (MB/s per TiB)"
+    ]
+    (error,) = fsx.validation_errors(params(deployment_type="SCRATCH_2", per_unit_storage_throughput=200))
+    assert error.startswith("per_unit_storage_throughput: got 200; allowed for SCRATCH_2: none")
+
+
+def test_kms_key_only_for_persistent():
+    assert fsx.validation_errors(params(kms_key_id="alias/fsx")) == []
+    (error,) = fsx.validation_errors(params(deployment_type="SCRATCH_2", per_unit_storage_throughput=None, kms_key_id="alias/fsx"))
+    assert error.startswith("kms_key_id: got 'alias/fsx' with deployment_type SCRATCH_2; allowed only for PERSISTENT_1, PERSISTENT_2")
+
+
+def test_lustre_2_10_not_for_persistent_2():
+    (error,) = fsx.validation_errors(params(deployment_type="PERSISTENT_2", per_unit_storage_throughput=125, file_system_type_version="2.10"))
+    assert error == "file_system_type_version: got '2.10'; allowed for PERSISTENT_2: 2.12, 2.15"
+
+
+@pytest.mark.parametrize("window, ok", [("7:03:00", True), ("1:23:59", True), ("0:03:00", False), ("8:03:00", False), ("7:24:00", False), ("Sun:03:00", False)])
+def test_maintenance_window(window, ok):
+    errors = fsx.validation_errors(params(weekly_maintenance_start_time=window))
+    assert (errors == []) is ok
+    if not ok:
+        assert errors[0].startswith(f"weekly_maintenance_start_time: got {window!r}; allowed: d:HH:MM in UTC")
+
+
+def test_ids_must_look_like_ids():
+    errors = fsx.validation_errors(params(subnet_id="my-subnet", security_group_ids=[GROUP, "lustre"]))
+    assert errors == [
+        "subnet_id: got 'my-subnet'; allowed: a subnet ID such as subnet-0123456789abcdef0",
+        "security_group_ids[1]: got 'lustre'; allowed: a security group ID such as sg-0123456789abcdef0",
+    ]
+
+
+def _repository(**changes):
+    repository = {"import_path": "s3://my-datasets/wikicorpus", "export_path": None, "auto_import_policy": "NEW_CHANGED_DELETED"}
+    repository.update(changes)
+    return repository
+
+
+@pytest.mark.parametrize("path", ["s3://my-datasets", "s3://my-datasets/", "s3://my.datasets-2/a/b"])
+def test_data_repository_paths_allowed(path):
+    assert fsx.validation_errors(params(data_repository=_repository(import_path=path))) == []
+
+
+@pytest.mark.parametrize("path", ["my-datasets/x", "s3://My_Bucket/x", "s3://ab", "https://my-datasets/x", "s3://a..b/x"])
+def test_data_repository_paths_refused(path):
+    (error,) = fsx.validation_errors(params(data_repository=_repository(import_path=path)))
+    assert error == f"data_repository.import_path: got {path!r}; allowed: s3://<bucket>[/<prefix>] with a valid S3 bucket name"
+
+
+def test_export_path_must_be_in_import_bucket():
+    (error,) = fsx.validation_errors(params(data_repository=_repository(export_path="s3://other-bucket/out")))
+    assert error == "data_repository.export_path: got 's3://other-bucket/out'; allowed: a path in the import bucket (my-datasets)"
+
+
+def test_data_repository_refused_for_persistent_2():
+    (error,) = fsx.validation_errors(params(deployment_type="PERSISTENT_2", per_unit_storage_throughput=250, data_repository=_repository()))
+    assert error.startswith("data_repository: not supported with deployment_type PERSISTENT_2")
+
+
+def test_name_tag_must_not_contradict_name():
+    (error,) = fsx.validation_errors(params(tags={"Name": "other"}))
+    assert error == "tags.Name: got 'other'; the Name tag is the option name ('trn-rehearsal-data'), leave it out of tags"
+
+
+def test_absent_checks_only_name():
+    assert fsx.validation_errors({"name": "x", "state": "absent", "deployment_type": None, "storage_capacity": 5}) == []
+    assert fsx.validation_errors({"name": "", "state": "absent"})[0].startswith("name: got ''")
+
+
+def test_several_problems_are_all_reported():
+    errors = fsx.validation_errors(params(storage_capacity=1000, per_unit_storage_throughput=125, data_compression_type="GZIP"))
+    assert [e.split(":")[0] for e in errors] == ["storage_capacity", "per_unit_storage_throughput", "data_compression_type"]
+
+
+# ------------------------------------------------------------------- creation
+
+
+def test_create_request_shape():
+    assert fsx.create_request(params(weekly_maintenance_start_time="7:03:00", kms_key_id="alias/fsx")) == {
+        "FileSystemType": "LUSTRE",
+        "FileSystemTypeVersion": "2.15",
+        "StorageCapacity": 1200,
+        "StorageType": "SSD",
+        "SubnetIds": [SUBNET],
+        "SecurityGroupIds": [GROUP],
+        "KmsKeyId": "alias/fsx",
+        "LustreConfiguration": {
+            "DeploymentType": "PERSISTENT_1",
+            "PerUnitStorageThroughput": 200,
+            "DataCompressionType": "LZ4",
+            "WeeklyMaintenanceStartTime": "7:03:00",
+        },
+        "Tags": [
+            {"Key": "ManagedBy", "Value": "trainium.eks"},
+            {"Key": "Name", "Value": "trn-rehearsal-data"},
+            {"Key": "trainium.eks/cluster", "Value": "trn-rehearsal"},
+        ],
+    }
+
+
+def test_create_request_scratch_with_repository():
+    request = fsx.create_request(params(
+        deployment_type="SCRATCH_2", per_unit_storage_throughput=None, storage_capacity=2400, tags=None,
+        data_repository=_repository(export_path="s3://my-datasets/out"),
+    ))
+    assert request["LustreConfiguration"] == {
+        "DeploymentType": "SCRATCH_2",
+        "DataCompressionType": "LZ4",
+        "ImportPath": "s3://my-datasets/wikicorpus",
+        "ExportPath": "s3://my-datasets/out",
+        "AutoImportPolicy": "NEW_CHANGED_DELETED",
+    }
+    assert request["Tags"] == [{"Key": "Name", "Value": "trn-rehearsal-data"}]
+    assert "KmsKeyId" not in request
+
+
+def test_planned_file_system_looks_like_describe():
+    planned = fsx.planned_file_system(params(data_repository=_repository(), deployment_type="SCRATCH_2", per_unit_storage_throughput=None))
+    summary = fsx.summarize(planned, [GROUP])
+    assert summary["file_system_id"] is None
+    assert summary["subnet_id"] == SUBNET
+    assert summary["data_repository"] == {"import_path": "s3://my-datasets/wikicorpus", "export_path": None, "auto_import_policy": "NEW_CHANGED_DELETED"}
+    assert summary["security_group_ids"] == [GROUP]
+    assert summary["tags"]["Name"] == "trn-rehearsal-data"
+
+
+# -------------------------------------------------------------------- updates
+
+
+def test_matching_file_system_is_left_alone():
+    plan = fsx.plan_update(existing(), params(), [GROUP])
+    assert plan == {"errors": [], "immutable": [], "update": {}, "tags_to_set": {}, "tags_to_unset": []}
+    assert not fsx.plan_changes(plan)
+
+
+def test_fields_missing_from_describe_are_not_compared():
+    # moto, for one, reports neither network interfaces, version, KMS key nor compression.
+    bare = existing()
+    for key in ("FileSystemTypeVersion", "KmsKeyId", "NetworkInterfaceIds"):
+        bare.pop(key)
+    bare["LustreConfiguration"] = {"DeploymentType": "PERSISTENT_1", "PerUnitStorageThroughput": 200}
+    plan = fsx.plan_update(bare, params(kms_key_id="alias/other", data_compression_type="NONE", weekly_maintenance_start_time="1:00:00"), None)
+    assert not fsx.plan_changes(plan) and plan["immutable"] == [] and plan["errors"] == []
+
+
+def test_capacity_increase_is_an_update():
+    plan = fsx.plan_update(existing(), params(storage_capacity=2400), [GROUP])
+    assert plan["update"] == {"StorageCapacity": 2400}
+    assert fsx.apply_plan(existing(), plan)["StorageCapacity"] == 2400
+
+
+def test_capacity_decrease_is_an_error_naming_both_values():
+    plan = fsx.plan_update(existing(StorageCapacity=4800), params(storage_capacity=2400), [GROUP])
+    assert plan["update"] == {}
+    assert plan["errors"] == [
+        f"storage_capacity: got 2400; file system {FS_ID} has 4800 GiB and FSx for Lustre cannot shrink; "
+        "allowed: 4800 or more, in multiples of 2400 GiB"
+    ]
+
+
+def test_capacity_increase_to_1200_multiple_is_an_error():
+    plan = fsx.plan_update(existing(StorageCapacity=1200), params(storage_capacity=3600), [GROUP])
+    assert plan["errors"][0].startswith("storage_capacity: got 3600; an increase of file system")
+
+
+def test_updatable_lustre_settings():
+    plan = fsx.plan_update(existing(), params(per_unit_storage_throughput=100, data_compression_type="NONE", weekly_maintenance_start_time="1:05:00"), [GROUP])
+    assert plan["update"] == {"LustreConfiguration": {"PerUnitStorageThroughput": 100, "DataCompressionType": "NONE", "WeeklyMaintenanceStartTime": "1:05:00"}}
+    after = fsx.summarize(fsx.apply_plan(existing(), plan))
+    assert (after["per_unit_storage_throughput"], after["data_compression_type"], after["weekly_maintenance_start_time"]) == (100, "NONE", "1:05:00")
+
+
+def test_immutable_differences_are_listed():
+    current = existing()
+    plan = fsx.plan_update(current, params(
+        deployment_type="PERSISTENT_2", per_unit_storage_throughput=250, subnet_id="subnet-0fedcba9876543210",
+        security_group_ids=["sg-0fedcba9876543210"], kms_key_id="ffffffff-12ab-34cd-56ef-1234567890ab", file_system_type_version="2.12",
+    ), [GROUP])
+    assert plan["immutable"] == [
+        "deployment_type: PERSISTENT_1 -> PERSISTENT_2",
+        f"subnet_id: {SUBNET} -> subnet-0fedcba9876543210",
+        f"security_group_ids: ['{GROUP}'] -> ['sg-0fedcba9876543210']",
+        f"kms_key_id: {current['KmsKeyId']} -> ffffffff-12ab-34cd-56ef-1234567890ab",
+        "file_system_type_version: 2.15 -> 2.12",
+    ]
+
+
+def test_kms_key_id_matches_its_arn():
+    plan = fsx.plan_update(existing(), params(kms_key_id="1234abcd-12ab-34cd-56ef-1234567890ab"), [GROUP])
+    assert plan["immutable"] == []
+
+
+def test_security_groups_compared_as_sets_and_skipped_when_unknown():
+    assert fsx.plan_update(existing(), params(security_group_ids=[GROUP, GROUP]), [GROUP])["immutable"] == []
+    assert fsx.plan_update(existing(), params(security_group_ids=["sg-0fedcba9876543210"]), None)["immutable"] == []
+
+
+def test_data_repository_paths_are_immutable_policy_is_not():
+    current = existing()
+    current["LustreConfiguration"]["DataRepositoryConfiguration"] = {
+        "Lifecycle": "AVAILABLE", "ImportPath": "s3://my-datasets/wikicorpus", "ExportPath": "s3://my-datasets/out", "AutoImportPolicy": "NONE",
+    }
+    plan = fsx.plan_update(current, params(data_repository=_repository()), [GROUP])
+    assert plan["immutable"] == []
+    assert plan["update"] == {"LustreConfiguration": {"AutoImportPolicy": "NEW_CHANGED_DELETED"}}
+    after = fsx.summarize(fsx.apply_plan(current, plan))
+    assert after["data_repository"]["auto_import_policy"] == "NEW_CHANGED_DELETED"
+    plan = fsx.plan_update(current, params(data_repository=_repository(import_path="s3://my-datasets/other")), [GROUP])
+    assert plan["immutable"] == ["data_repository.import_path: s3://my-datasets/wikicorpus -> s3://my-datasets/other"]
+
+
+def test_adding_a_data_repository_later_is_immutable():
+    plan = fsx.plan_update(existing(), params(data_repository=_repository()), [GROUP])
+    assert plan["immutable"] == ["data_repository.import_path: none -> s3://my-datasets/wikicorpus"]
+
+
+def test_tags_added_changed_and_purged_but_name_kept():
+    current = existing(Tags=EXISTING["Tags"] + [{"Key": "old", "Value": "x"}])
+    plan = fsx.plan_update(current, params(tags={"trainium.eks/cluster": "trn-rehearsal", "ManagedBy": "someone", "team": "ml"}), [GROUP])
+    assert plan["tags_to_set"] == {"ManagedBy": "someone", "team": "ml"}
+    assert plan["tags_to_unset"] == ["old"]
+    assert plan["update"] == {}
+    assert fsx.summarize(fsx.apply_plan(current, plan))["tags"] == {
+        "Name": "trn-rehearsal-data", "trainium.eks/cluster": "trn-rehearsal", "ManagedBy": "someone", "team": "ml",
+    }
+
+
+def test_tags_left_alone_without_purge_or_without_tags_option():
+    current = existing(Tags=EXISTING["Tags"] + [{"Key": "old", "Value": "x"}])
+    assert fsx.plan_update(current, params(purge_tags=False), [GROUP])["tags_to_unset"] == []
+    plan = fsx.plan_update(current, params(tags=None), [GROUP])
+    assert (plan["tags_to_set"], plan["tags_to_unset"]) == ({}, [])
+
+
+def test_find_by_name_skips_other_names_types_and_separates_deleting():
+    mine = existing()
+    deleting = existing(FileSystemId="fs-0000000000000000d", Lifecycle="DELETING")
+    other = existing(FileSystemId="fs-0000000000000000e", Tags=[{"Key": "Name", "Value": "other"}])
+    windows = existing(FileSystemId="fs-0000000000000000f", FileSystemType="WINDOWS")
+    live, gone = fsx.find_by_name([other, deleting, windows, mine], "trn-rehearsal-data")
+    assert [fs["FileSystemId"] for fs in live] == [FS_ID]
+    assert [fs["FileSystemId"] for fs in gone] == ["fs-0000000000000000d"]
+
+
+def test_summary_fields():
+    summary = fsx.summarize(existing(), [GROUP])
+    assert summary["file_system_id"] == FS_ID
+    assert summary["mount_name"] == "abcdef12"
+    assert summary["dns_name"] == f"{FS_ID}.fsx.us-west-2.amazonaws.com"
+    assert summary["subnet_id"] == SUBNET and summary["subnet_ids"] == [SUBNET]
+    assert summary["security_group_ids"] == [GROUP]
+    assert summary["deployment_type"] == "PERSISTENT_1" and summary["storage_capacity"] == 1200
+    assert summary["data_repository"] is None
+    assert fsx.summarize(None) == {}
+
+
+def test_delete_request_skips_final_backup_only_for_persistent():
+    assert fsx.delete_request(existing()) == {"FileSystemId": FS_ID, "LustreConfiguration": {"SkipFinalBackup": True}}
+    scratch = existing()
+    scratch["LustreConfiguration"]["DeploymentType"] = "SCRATCH_2"
+    assert fsx.delete_request(scratch) == {"FileSystemId": FS_ID}
+
+
+# ------------------------------------------------------------------ AWS calls
+
+
+@pytest.fixture
+def sleeps(monkeypatch):
+    recorded = []
+    monkeypatch.setattr(cloud, "time", types.SimpleNamespace(sleep=recorded.append))
+    return recorded
+
+
+@pytest.fixture(scope="module")
+def session():
+    return boto3.session.Session(aws_access_key_id="AKIAIOSFODNN7EXAMPLE", aws_secret_access_key="not-a-real-secret", region_name="us-west-2")
+
+
+@pytest.fixture
+def client(session, sleeps):  # pylint: disable=unused-argument,redefined-outer-name
+    conn = session.client("fsx", endpoint_url="http://127.0.0.1:1")
+    with Stubber(conn) as stubber:
+        yield conn, stubber
+        stubber.assert_no_pending_responses()
+
+
+@pytest.fixture
+def ec2(session, sleeps):  # pylint: disable=unused-argument,redefined-outer-name
+    conn = session.client("ec2", endpoint_url="http://127.0.0.1:1")
+    with Stubber(conn) as stubber:
+        yield conn, stubber
+        stubber.assert_no_pending_responses()
+
+
+def test_create_sends_the_request(client):
+    conn, stubber = client
+    request = fsx.create_request(params())
+    stubber.add_response("create_file_system", {"FileSystem": existing(Lifecycle="CREATING")}, request)
+    assert fsx.create_file_system(conn, request)["Lifecycle"] == "CREATING"
+
+
+def test_update_sends_id_and_changes(client):
+    conn, stubber = client
+    stubber.add_response("update_file_system", {"FileSystem": existing(StorageCapacity=2400)},
+                         {"FileSystemId": FS_ID, "StorageCapacity": 2400, "LustreConfiguration": {"PerUnitStorageThroughput": 100}})
+    fs = fsx.update_file_system(conn, FS_ID, {"StorageCapacity": 2400, "LustreConfiguration": {"PerUnitStorageThroughput": 100}})
+    assert fs["StorageCapacity"] == 2400
+
+
+def test_tags_are_set_and_removed_by_arn(client):
+    conn, stubber = client
+    stubber.add_response("tag_resource", {}, {"ResourceARN": ARN, "Tags": [{"Key": "a", "Value": "1"}, {"Key": "b", "Value": "2"}]})
+    stubber.add_response("untag_resource", {}, {"ResourceARN": ARN, "TagKeys": ["old"]})
+    fsx.tag_file_system(conn, ARN, {"b": "2", "a": "1"})
+    fsx.untag_file_system(conn, ARN, ["old"])
+
+
+def test_describe_one_missing_is_none(client):
+    conn, stubber = client
+    stubber.add_client_error("describe_file_systems", "FileSystemNotFound", "File system 'fs' does not exist.", 400, {"FileSystemIds": [FS_ID]})
+    stubber.add_response("describe_file_systems", {"FileSystems": []}, {"FileSystemIds": [FS_ID]})
+    assert fsx.describe_file_system(conn, FS_ID) is None
+    assert fsx.describe_file_system(conn, FS_ID) is None
+
+
+def test_describe_all_follows_pages(client):
+    conn, stubber = client
+    stubber.add_response("describe_file_systems", {"FileSystems": [existing()], "NextToken": "t1"}, {})
+    stubber.add_response("describe_file_systems", {"FileSystems": [existing(FileSystemId="fs-0000000000000000e")]}, {"NextToken": "t1"})
+    assert [fs["FileSystemId"] for fs in fsx.describe_file_systems(conn)] == [FS_ID, "fs-0000000000000000e"]
+
+
+def test_access_denied_is_a_trainium_fsx_error(client):
+    conn, stubber = client
+    stubber.add_client_error("describe_file_systems", "AccessDenied", "not allowed", 403, {})
+    with pytest.raises(TrainiumFsxError) as raised:
+        fsx.describe_file_systems(conn)
+    assert raised.value.message == "Failed to describe FSx file systems"
+
+
+def test_delete_sends_skip_final_backup_and_tolerates_missing(client):
+    conn, stubber = client
+    stubber.add_response("delete_file_system", {"FileSystemId": FS_ID, "Lifecycle": "DELETING"},
+                         {"FileSystemId": FS_ID, "LustreConfiguration": {"SkipFinalBackup": True}})
+    stubber.add_client_error("delete_file_system", "FileSystemNotFound", "gone", 400,
+                             {"FileSystemId": FS_ID, "LustreConfiguration": {"SkipFinalBackup": True}})
+    assert fsx.delete_file_system(conn, existing()) is True
+    assert fsx.delete_file_system(conn, existing()) is False
+
+
+def test_security_groups_come_from_network_interfaces(ec2):
+    conn, stubber = ec2
+    interfaces = [
+        {"NetworkInterfaceId": "eni-0123456789abcdef0", "Groups": [{"GroupId": GROUP, "GroupName": "lustre"}]},
+        {"NetworkInterfaceId": "eni-0123456789abcdef1", "Groups": [{"GroupId": GROUP, "GroupName": "lustre"}, {"GroupId": "sg-0fedcba9876543210"}]},
+    ]
+    stubber.add_response("describe_network_interfaces", {"NetworkInterfaces": interfaces},
+                         {"NetworkInterfaceIds": ["eni-0123456789abcdef0", "eni-0123456789abcdef1"]})
+    assert fsx.security_groups_of(conn, EXISTING["NetworkInterfaceIds"]) == [GROUP, "sg-0fedcba9876543210"]
+    assert fsx.security_groups_of(conn, []) is None
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 0.0
+        self.sleeps = []
+
+    def clock(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+def test_wait_until_available(client):
+    conn, stubber = client
+    for lifecycle in ("CREATING", "CREATING", "AVAILABLE"):
+        stubber.add_response("describe_file_systems", {"FileSystems": [existing(Lifecycle=lifecycle)]}, {"FileSystemIds": [FS_ID]})
+    clock = FakeClock()
+    fs = fsx.wait_for(conn, FS_ID, 60, delay=5, clock=clock.clock, sleep=clock.sleep)
+    assert fs["Lifecycle"] == "AVAILABLE"
+    assert clock.sleeps == [5, 5]
+
+
+def test_wait_until_gone(client):
+    conn, stubber = client
+    stubber.add_response("describe_file_systems", {"FileSystems": [existing(Lifecycle="DELETING")]}, {"FileSystemIds": [FS_ID]})
+    stubber.add_client_error("describe_file_systems", "FileSystemNotFound", "gone", 400, {"FileSystemIds": [FS_ID]})
+    clock = FakeClock()
+    assert fsx.wait_for(conn, FS_ID, 60, gone=True, clock=clock.clock, sleep=clock.sleep) is None
+
+
+def test_wait_fails_on_failed_and_on_timeout(client):
+    conn, stubber = client
+    failed = existing(Lifecycle="FAILED", FailureDetails={"Message": "subnet has no free addresses"})
+    stubber.add_response("describe_file_systems", {"FileSystems": [failed]}, {"FileSystemIds": [FS_ID]})
+    clock = FakeClock()
+    with pytest.raises(TrainiumFsxError, match="is FAILED: subnet has no free addresses"):
+        fsx.wait_for(conn, FS_ID, 60, clock=clock.clock, sleep=clock.sleep)
+    for lifecycle in ("CREATING", "CREATING", "CREATING"):
+        stubber.add_response("describe_file_systems", {"FileSystems": [existing(Lifecycle=lifecycle)]}, {"FileSystemIds": [FS_ID]})
+    with pytest.raises(TrainiumFsxError, match=r"Timed out after 10 s waiting for FSx file system .* to become AVAILABLE \(now CREATING\)"):
+        fsx.wait_for(conn, FS_ID, 10, delay=5, clock=clock.clock, sleep=clock.sleep)

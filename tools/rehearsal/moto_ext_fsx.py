@@ -1,0 +1,178 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the trainium.eks project
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Documented FSx for Lustre additions to moto server for the trainium.eks rehearsal.
+
+Next to moto_ext.py (which gives new file systems their CREATING -> AVAILABLE
+lifecycle). Each addition closes a moto 5.2.5 gap on a code path of
+trainium.eks.fsx_lustre and keeps the shapes of the FSx API reference.
+Nothing in the collection knows about this file.
+
+1. UpdateFileSystem. moto answers NotImplemented. As AWS documents for
+   Lustre: StorageCapacity must be a multiple of 2400 GiB greater than the
+   current capacity (BadRequest otherwise); LustreConfiguration may change
+   PerUnitStorageThroughput (persistent deployment types only; BadRequest on
+   scratch), DataCompressionType, WeeklyMaintenanceStartTime and
+   AutoImportPolicy. Changes apply at once (AWS takes minutes, with the file
+   system UPDATING); the answer is the updated FileSystem.
+2. DescribeFileSystems shape. moto echoes the CreateFileSystem
+   LustreConfiguration request, so ImportPath/ExportPath/AutoImportPolicy sit
+   at its top level (boto3 drops them: they are not members of
+   LustreFileSystemConfiguration) and MountName and FileSystemTypeVersion are
+   missing. Here the answer carries, as AWS does, the data repository fields
+   under LustreConfiguration.DataRepositoryConfiguration (Lifecycle
+   AVAILABLE; without an ExportPath in the request, AWS's default
+   s3://<import bucket>/FSxLustre<creation timestamp>), a
+   MountName (8 lowercase characters; the static PersistentVolume needs it)
+   and the FileSystemTypeVersion of the request.
+3. Network interfaces. On AWS, FSx places the file system's network
+   interfaces in its subnet with the request's security groups, reports
+   their IDs (NetworkInterfaceIds) and the VpcId, rejects a subnet or security
+   group that does not exist (InvalidNetworkSettings) and removes the
+   interfaces with the file system; DescribeFileSystems has no
+   SecurityGroupIds, clients read them from the interfaces. moto checks
+   nothing and creates no interface. Here CreateFileSystem checks the subnet
+   and the groups, creates one requester-managed interface in the subnet with
+   the groups, and DeleteFileSystem deletes it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import uuid
+
+from moto.core.exceptions import JsonRESTError
+
+_REPOSITORY_KEYS = ("ImportPath", "ExportPath", "AutoImportPolicy", "ImportedFileChunkSize")
+_UPDATABLE = ("PerUnitStorageThroughput", "DataCompressionType", "WeeklyMaintenanceStartTime", "AutoImportPolicy")
+_PERSISTENT = ("PERSISTENT_1", "PERSISTENT_2")
+
+
+class BadRequest(JsonRESTError):
+    def __init__(self, message):
+        super().__init__("BadRequest", message)
+
+
+def _lustre_to_dict(original):
+    def to_dict(self):
+        answer = original(self)
+        if self.file_system_type != "LUSTRE":
+            return answer
+        lustre = dict(answer.get("LustreConfiguration") or {})
+        repository = {key: lustre.pop(key) for key in _REPOSITORY_KEYS if key in lustre}
+        if repository.get("ImportPath"):
+            bucket = repository["ImportPath"][len("s3://"):].split("/", 1)[0]
+            stamp = self.__dict__.setdefault("_trainium_created_at", datetime.datetime.now(datetime.timezone.utc))
+            repository.setdefault("ExportPath", f"s3://{bucket}/FSxLustre{stamp:%Y%m%dT%H%M%SZ}")
+            repository.setdefault("AutoImportPolicy", "NONE")
+            repository["Lifecycle"] = "AVAILABLE"
+            lustre["DataRepositoryConfiguration"] = repository
+        lustre["MountName"] = self.__dict__.setdefault("_trainium_mount_name", uuid.uuid4().hex[:8])
+        answer["LustreConfiguration"] = lustre
+        version = getattr(self, "_trainium_type_version", None)
+        if version:
+            answer["FileSystemTypeVersion"] = version
+        if getattr(self, "_trainium_enis", None):
+            answer["NetworkInterfaceIds"] = list(self._trainium_enis)  # pylint: disable=protected-access
+            answer["VpcId"] = self._trainium_vpc_id  # pylint: disable=protected-access
+        return answer
+
+    return to_dict
+
+
+class InvalidNetworkSettings(JsonRESTError):
+    def __init__(self, message):
+        super().__init__("InvalidNetworkSettings", message)
+
+
+def _ec2(backend):
+    from moto.ec2.models import ec2_backends  # pylint: disable=import-outside-toplevel
+
+    return ec2_backends[backend.account_id][backend.region_name]
+
+
+def _network(backend, subnet_ids, group_ids):
+    """The subnet and groups of a new file system, checked as FSx does."""
+    from moto.ec2.exceptions import InvalidSubnetIdError  # pylint: disable=import-outside-toplevel
+
+    ec2 = _ec2(backend)
+    try:
+        subnet = ec2.get_subnet((subnet_ids or [""])[0])
+    except InvalidSubnetIdError as e:
+        raise InvalidNetworkSettings(f"The subnet ID '{(subnet_ids or [''])[0]}' does not exist") from e
+    for group_id in group_ids or []:
+        group = ec2.get_security_group_from_id(group_id)
+        if group is None or group.vpc_id != subnet.vpc_id:
+            raise InvalidNetworkSettings(f"The security group '{group_id}' does not exist in VPC '{subnet.vpc_id}'")
+    return ec2, subnet
+
+
+def _create_with_network(original):
+    def create_file_system(self, *args, **kwargs):
+        ec2, subnet = _network(self, kwargs.get("subnet_ids"), kwargs.get("security_group_ids"))
+        file_system = original(self, *args, **kwargs)
+        # pylint: disable=protected-access
+        file_system._trainium_type_version = kwargs.get("file_system_type_version")
+        eni = ec2.create_network_interface(
+            subnet, None, group_ids=list(kwargs.get("security_group_ids") or []),
+            description=f"ENI for Amazon FSx file system {file_system.file_system_id}",
+        )
+        file_system._trainium_enis = [eni.id]
+        file_system._trainium_vpc_id = subnet.vpc_id
+        return file_system
+
+    return create_file_system
+
+
+def _delete_with_network(original):
+    def delete_file_system(self, file_system_id, *args, **kwargs):
+        file_system = self.file_systems.get(file_system_id)
+        answer = original(self, file_system_id, *args, **kwargs)
+        for eni_id in getattr(file_system, "_trainium_enis", []):
+            _ec2(self).enis.pop(eni_id, None)
+        return answer
+
+    return delete_file_system
+
+
+def update_file_system(self):
+    from moto.fsx.exceptions import FileSystemNotFound  # pylint: disable=import-outside-toplevel
+
+    params = json.loads(self.body)
+    file_system_id = params.get("FileSystemId")
+    file_system = self.fsx_backend.file_systems.get(file_system_id)
+    if file_system is None:
+        raise FileSystemNotFound(file_system_id)
+    lustre = dict(file_system.lustre_configuration or {})
+    deployment_type = lustre.get("DeploymentType")
+    capacity = params.get("StorageCapacity")
+    if capacity is not None and file_system.file_system_type == "LUSTRE":
+        if capacity <= file_system.storage_capacity or capacity % 2400:
+            raise BadRequest(
+                f"Unable to perform the storage capacity update. The requested storage capacity {capacity} GiB must be a "
+                f"multiple of 2400 GiB greater than the current storage capacity {file_system.storage_capacity} GiB."
+            )
+    changes = params.get("LustreConfiguration") or {}
+    unknown = sorted(set(changes) - set(_UPDATABLE))
+    if unknown:
+        raise BadRequest(f"The rehearsal does not emulate updating {', '.join(unknown)}.")
+    if "PerUnitStorageThroughput" in changes and deployment_type not in _PERSISTENT:
+        raise BadRequest(f"PerUnitStorageThroughput can only be updated for persistent SSD file systems, not {deployment_type}.")
+    if "AutoImportPolicy" in changes and not lustre.get("ImportPath"):
+        raise BadRequest("AutoImportPolicy can only be updated for a file system linked to a data repository.")
+    if capacity is not None:
+        file_system.storage_capacity = capacity
+    lustre.update(changes)
+    file_system.lustre_configuration = lustre
+    return json.dumps({"FileSystem": file_system.to_dict()})
+
+
+def install():
+    from moto.fsx.models import FileSystem, FSxBackend  # pylint: disable=import-outside-toplevel
+    from moto.fsx.responses import FSxResponse  # pylint: disable=import-outside-toplevel
+
+    FileSystem.to_dict = _lustre_to_dict(FileSystem.to_dict)
+    FSxBackend.create_file_system = _create_with_network(FSxBackend.create_file_system)
+    FSxBackend.delete_file_system = _delete_with_network(FSxBackend.delete_file_system)
+    FSxResponse.update_file_system = update_file_system
