@@ -8,6 +8,10 @@ from __future__ import annotations
 import base64
 import pathlib
 import time
+import urllib.request
+
+import botocore.exceptions
+import pytest
 
 
 def test_aws_apis_answer(aws):
@@ -52,3 +56,79 @@ def test_eks_cluster_points_at_the_local_apiserver(aws, rehearsal):
     for cluster in (created, described):
         assert cluster["endpoint"] == "https://127.0.0.1:6443"
         assert base64.b64decode(cluster["certificateAuthority"]["data"]) == ca_file.read_bytes()
+
+
+def test_placement_groups_create_describe_delete(aws):
+    ec2 = aws.client("ec2")
+    created = ec2.create_placement_group(
+        GroupName="trn-rehearsal-trn1", Strategy="cluster",
+        TagSpecifications=[{"ResourceType": "placement-group", "Tags": [{"Key": "trainium.eks/cluster", "Value": "trn-rehearsal"}]}],
+    )["PlacementGroup"]
+    assert created["GroupId"].startswith("pg-")
+    assert (created["State"], created["Strategy"]) == ("available", "cluster")
+    ec2.create_placement_group(GroupName="other", Strategy="partition", PartitionCount=3)
+    by_name = ec2.describe_placement_groups(Filters=[{"Name": "group-name", "Values": ["trn-rehearsal-trn1"]}])["PlacementGroups"]
+    assert [g["GroupId"] for g in by_name] == [created["GroupId"]]
+    assert by_name[0]["Tags"] == [{"Key": "trainium.eks/cluster", "Value": "trn-rehearsal"}]
+    by_tag = ec2.describe_placement_groups(Filters=[{"Name": "tag:trainium.eks/cluster", "Values": ["trn-rehearsal"]}])["PlacementGroups"]
+    assert [g["GroupName"] for g in by_tag] == ["trn-rehearsal-trn1"]
+    partition = ec2.describe_placement_groups(GroupNames=["other"])["PlacementGroups"][0]
+    assert (partition["Strategy"], partition["PartitionCount"]) == ("partition", 3)
+    assert [g["GroupName"] for g in ec2.describe_placement_groups(GroupIds=[created["GroupId"]])["PlacementGroups"]] == ["trn-rehearsal-trn1"]
+    with pytest.raises(botocore.exceptions.ClientError) as duplicate:
+        ec2.create_placement_group(GroupName="other", Strategy="cluster")
+    assert duplicate.value.response["Error"]["Code"] == "InvalidPlacementGroup.Duplicate"
+    ec2.delete_placement_group(GroupName="trn-rehearsal-trn1")
+    with pytest.raises(botocore.exceptions.ClientError) as unknown:
+        ec2.describe_placement_groups(GroupNames=["trn-rehearsal-trn1"])
+    assert unknown.value.response["Error"]["Code"] == "InvalidPlacementGroup.Unknown"
+    with pytest.raises(botocore.exceptions.ClientError) as gone:
+        ec2.delete_placement_group(GroupName="trn-rehearsal-trn1")
+    assert gone.value.response["Error"]["Code"] == "InvalidPlacementGroup.Unknown"
+
+
+def test_placement_groups_are_cleared_by_reset(aws, rehearsal):
+    aws.client("ec2").create_placement_group(GroupName="left-over", Strategy="spread")
+    request = urllib.request.Request(f"{rehearsal['AWS_ENDPOINT_URL']}/moto-api/reset", method="POST")
+    with urllib.request.urlopen(request, timeout=10):
+        pass
+    assert aws.client("ec2").describe_placement_groups()["PlacementGroups"] == []
+
+
+@pytest.mark.parametrize("version", ["1.31", "1.32", "1.33", "1.34", "1.35"])
+def test_eks_al2023_neuron_ami_parameters_point_at_registered_amis(aws, version):
+    ssm, ec2 = aws.client("ssm"), aws.client("ec2")
+    path = f"/aws/service/eks/optimized-ami/{version}/amazon-linux-2023/x86_64/neuron"
+    release = f"amazon-eks-node-al2023-x86_64-neuron-{version}-v20251120"
+    recommended = ssm.get_parameter(Name=f"{path}/recommended/image_id")["Parameter"]["Value"]
+    pinned = ssm.get_parameter(Name=f"{path}/{release}/image_id")["Parameter"]["Value"]
+    assert recommended == pinned
+    assert ssm.get_parameter(Name=f"{path}/recommended/image_name")["Parameter"]["Value"] == release
+    assert ssm.get_parameter(Name=f"{path}/recommended/release_version")["Parameter"]["Value"].endswith("-20251120")
+    image = ec2.describe_images(ImageIds=[pinned])["Images"][0]
+    assert (image["Name"], image["Architecture"], image["RootDeviceName"]) == (release, "x86_64", "/dev/xvda")
+    assert image["OwnerId"] == "602401143452"
+    al2_gpu = ssm.get_parameters(Names=[f"/aws/service/eks/optimized-ami/{version}/amazon-linux-2-gpu/recommended/image_id"])
+    assert bool(al2_gpu["Parameters"]) == (version in ("1.31", "1.32"))
+
+
+def test_eks_ami_parameters_by_path_and_unknown_release(aws):
+    ssm = aws.client("ssm")
+    path = "/aws/service/eks/optimized-ami/1.34/amazon-linux-2023/x86_64/neuron"
+    names = [p["Name"] for p in ssm.get_parameters_by_path(Path=path, Recursive=True)["Parameters"]]
+    assert f"{path}/amazon-eks-node-al2023-x86_64-neuron-1.34-v20251120/image_id" in names
+    missing = f"{path}/amazon-eks-node-al2023-x86_64-neuron-1.34-v19990101/image_id"
+    assert ssm.get_parameters(Names=[missing])["InvalidParameters"] == [missing]
+
+
+def test_security_group_rule_description_update_answers_return(aws):
+    ec2 = aws.client("ec2")
+    vpc = ec2.create_vpc(CidrBlock="10.42.0.0/16")["Vpc"]["VpcId"]
+    group = ec2.create_security_group(GroupName="lustre", Description="t", VpcId=vpc)["GroupId"]
+    permission = {"IpProtocol": "tcp", "FromPort": 988, "ToPort": 988, "UserIdGroupPairs": [{"GroupId": group, "Description": "old"}]}
+    ec2.authorize_security_group_ingress(GroupId=group, IpPermissions=[permission])
+    permission["UserIdGroupPairs"][0]["Description"] = "new"
+    assert ec2.update_security_group_rule_descriptions_ingress(GroupId=group, IpPermissions=[permission])["Return"] is True
+    assert ec2.update_security_group_rule_descriptions_egress(
+        GroupId=group, IpPermissions=[{"IpProtocol": "-1", "IpRanges": [{"CidrIp": "0.0.0.0/0", "Description": "all"}]}],
+    )["Return"] is True

@@ -1,0 +1,255 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the trainium.eks project
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: efa_launch_template
+short_description: Manage an EC2 launch template with one EFA interface per network card
+version_added: 0.2.0
+description:
+  - Creates, updates or deletes an EC2 launch template for Trainium (or other
+    EFA-capable) nodes of an EKS managed node group.
+  - The template holds one Elastic Fabric Adapter interface per network card
+    (card 0 device index 0, every other card device index 1, interface type
+    C(efa)), which M(amazon.aws.ec2_launch_template) cannot express; IMDSv2
+    required with a hop limit; an encrypted gp3 root volume; optionally an AMI,
+    user data, a placement group and a capacity reservation or Capacity Block.
+  - The desired launch template data is compared with the data of the
+    template's default version (interface order, base64 user data and value
+    types do not count). When they differ the module adds a version and makes
+    it the default; otherwise it leaves the template alone.
+  - Supports check mode and diff mode (the launch template data before and after).
+author:
+  - trainium.eks developers (@trainium-eks)
+options:
+  name:
+    description:
+      - Name of the launch template.
+    type: str
+    required: true
+  state:
+    description:
+      - V(present) creates the template or adds a new default version when the data changed.
+      - V(absent) deletes the template with all its versions; a missing template is fine.
+    type: str
+    default: present
+    choices: [present, absent]
+  efa_interfaces:
+    description:
+      - Number of EFA interfaces, one per network card, 1 to 32. Use the
+        instance type's maximum (C(EfaInfo.MaximumEfaInterfaces)), 8 for
+        trn1.32xlarge and 16 for trn1n.32xlarge and trn2.48xlarge.
+      - V(0) for a type without EFA (trn1.2xlarge) gives one plain primary
+        interface with O(security_group_ids).
+      - Required when O(state=present).
+    type: int
+  security_group_ids:
+    description:
+      - Security groups of every EFA interface. EFA needs a group that allows all
+        traffic from itself.
+      - Required when O(state=present).
+    type: list
+    elements: str
+    default: []
+  image_id:
+    description:
+      - AMI of the nodes. Leave it unset when the node group picks the AMI
+        (an AMI type such as C(AL2023_x86_64_NEURON)).
+    type: str
+  user_data:
+    description:
+      - User data as plain text (for example a MIME multipart document with an
+        AL2023 C(nodeadm) NodeConfig); the module base64-encodes it.
+    type: str
+  root_volume_size:
+    description:
+      - Size of the encrypted gp3 root volume in GiB, 100 to 16384. The device
+        is the AMI's root device when O(image_id) is set, C(/dev/xvda) otherwise.
+    type: int
+    default: 500
+  root_volume_iops:
+    description:
+      - gp3 IOPS of the root volume, 3000 to 80000. Unset uses the gp3 baseline.
+    type: int
+  root_volume_throughput:
+    description:
+      - gp3 throughput of the root volume in MiB/s, 125 to 2000. Unset uses the gp3 baseline.
+    type: int
+  placement_group:
+    description:
+      - Name of the (cluster) placement group the instances launch into.
+    type: str
+  capacity_reservation_id:
+    description:
+      - Capacity reservation or Capacity Block to launch into (C(CapacityReservationSpecification) target).
+    type: str
+  capacity_block:
+    description:
+      - Launch as a Capacity Block for ML (market type C(capacity-block)).
+        Needs O(capacity_reservation_id).
+    type: bool
+    default: false
+  metadata_hop_limit:
+    description:
+      - Hop limit of IMDSv2 responses, 1 to 64. Pods need 2 to reach the
+        instance metadata service through the node.
+    type: int
+    default: 2
+  tags:
+    description:
+      - Tags of the template itself and of the instances, volumes and network
+        interfaces launched from it.
+      - Tags of the template that are not listed here are removed.
+    type: dict
+    default: {}
+notes:
+  - Needs C(ec2:DescribeLaunchTemplates), C(ec2:DescribeLaunchTemplateVersions),
+    C(ec2:CreateLaunchTemplate), C(ec2:CreateLaunchTemplateVersion),
+    C(ec2:ModifyLaunchTemplate), C(ec2:DeleteLaunchTemplate), C(ec2:CreateTags),
+    C(ec2:DeleteTags) and, with O(image_id), C(ec2:DescribeImages).
+  - Old versions are kept; EC2 allows 10000 versions per template.
+extends_documentation_fragment:
+  - amazon.aws.common.modules
+  - amazon.aws.region.modules
+  - amazon.aws.boto3
+"""
+
+EXAMPLES = r"""
+- name: Launch template for trn1.32xlarge nodes (8 EFA interfaces)
+  trainium.eks.efa_launch_template:
+    name: trn-rehearsal-trn1
+    efa_interfaces: 8
+    security_group_ids: [sg-0123456789abcdef0]
+    root_volume_size: 500
+    placement_group: trn-rehearsal-trn1
+    user_data: "{{ lookup('ansible.builtin.template', 'nodeadm.j2') }}"
+    tags:
+      trainium.eks/cluster: trn-rehearsal
+  register: trn1_template
+
+- name: Launch template for trn2.48xlarge nodes on a Capacity Block
+  trainium.eks.efa_launch_template:
+    name: trn-prod-trn2
+    efa_interfaces: 16
+    security_group_ids: [sg-0123456789abcdef0]
+    capacity_reservation_id: cr-0123456789abcdef0
+    capacity_block: true
+
+- name: Delete the launch template
+  trainium.eks.efa_launch_template:
+    name: trn-rehearsal-trn1
+    state: absent
+"""
+
+RETURN = r"""
+launch_template:
+  description: The launch template; empty after O(state=absent) or when check mode would create it.
+  returned: always
+  type: dict
+  contains:
+    id:
+      description: Launch template ID.
+      type: str
+      sample: lt-0123456789abcdef0
+    name:
+      description: Launch template name.
+      type: str
+      sample: trn-rehearsal-trn1
+    default_version:
+      description: Default version number; the one node groups use.
+      type: int
+      sample: 2
+    latest_version:
+      description: Latest version number.
+      type: int
+      sample: 2
+    efa_interfaces:
+      description: Number of EFA interfaces in the default version.
+      type: int
+      sample: 8
+    tags:
+      description: Tags of the template.
+      type: dict
+      sample: {"trainium.eks/cluster": "trn-rehearsal"}
+launch_template_data:
+  description: The launch template data of the default version, normalized (user data decoded).
+  returned: when O(state=present)
+  type: dict
+diff:
+  description: Launch template data before and after, normalized.
+  returned: in diff mode
+  type: dict
+  contains:
+    before:
+      description: Data of the default version before the task.
+      type: dict
+    after:
+      description: Data of the default version after the task.
+      type: dict
+"""
+
+from ansible_collections.amazon.aws.plugins.module_utils.modules import AnsibleAWSModule
+
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_launch_template import TrainiumLaunchTemplateError
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_launch_template import diff_view
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_launch_template import ensure_absent
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_launch_template import ensure_present
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_launch_template import template_result
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_launch_template import validation_errors
+
+
+def main():
+    argument_spec = dict(
+        name=dict(type="str", required=True),
+        state=dict(type="str", default="present", choices=["present", "absent"]),
+        efa_interfaces=dict(type="int"),
+        security_group_ids=dict(type="list", elements="str", default=[]),
+        image_id=dict(type="str"),
+        user_data=dict(type="str"),
+        root_volume_size=dict(type="int", default=500),
+        root_volume_iops=dict(type="int"),
+        root_volume_throughput=dict(type="int"),
+        placement_group=dict(type="str"),
+        capacity_reservation_id=dict(type="str"),
+        capacity_block=dict(type="bool", default=False),
+        metadata_hop_limit=dict(type="int", default=2),
+        tags=dict(type="dict", default={}),
+    )
+    module = AnsibleAWSModule(
+        argument_spec=argument_spec,
+        required_if=[("state", "present", ["efa_interfaces"])],
+        supports_check_mode=True,
+    )
+    params = module.params
+    errors = validation_errors(params)
+    if errors:
+        module.fail_json(msg=" | ".join(errors), errors=errors)
+
+    client = module.client("ec2")
+    try:
+        if params["state"] == "absent":
+            changed, before = ensure_absent(client, params["name"], module.check_mode)
+            result = dict(changed=changed, launch_template={})
+            if module._diff:
+                result["diff"] = dict(before=diff_view(before), after={})
+            module.exit_json(**result)
+        changed, before, after, template, data = ensure_present(client, params, module.check_mode)
+    except TrainiumLaunchTemplateError as e:
+        module.fail_json_aws_error(e)
+
+    result = dict(
+        changed=changed,
+        launch_template=template_result(template, data),
+        launch_template_data=diff_view(data),
+    )
+    if module._diff:
+        result["diff"] = dict(before=diff_view(before), after=diff_view(after))
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
