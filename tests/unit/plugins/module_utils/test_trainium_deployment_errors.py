@@ -51,6 +51,7 @@ BASELINE = {
         "precision": "bf16",
         "max_retry": 3,
     },
+    "trainium_tags": {"team": "ml-platform"},
 }
 
 _DELETE = object()
@@ -342,7 +343,8 @@ def test_argument_spec_lists_every_validated_variable():
     options = _preflight_options()
     for name in BASELINE:
         assert name in options
-        assert options[name]["required"] is True
+        # trainium_tags is the one optional deployment variable.
+        assert options[name].get("required", False) is (name != "trainium_tags"), name
     for group in ("trainium_node_pools", "trainium_storage", "trainium_image", "trainium_dataset", "trainium_job"):
         sample = BASELINE[group][0] if group == "trainium_node_pools" else BASELINE[group]
         assert set(sample) <= set(options[group]["options"]), group
