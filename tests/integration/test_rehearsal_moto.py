@@ -132,3 +132,23 @@ def test_security_group_rule_description_update_answers_return(aws):
     assert ec2.update_security_group_rule_descriptions_egress(
         GroupId=group, IpPermissions=[{"IpProtocol": "-1", "IpRanges": [{"CidrIp": "0.0.0.0/0", "Description": "all"}]}],
     )["Return"] is True
+
+
+def test_eks_cluster_gets_its_security_group_and_loses_it_with_the_cluster(aws):
+    ec2, eks = aws.client("ec2"), aws.client("eks")
+    vpc = ec2.create_vpc(CidrBlock="10.9.0.0/16")["Vpc"]["VpcId"]
+    subnets = [ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.9.{i}.0/24", AvailabilityZone=f"us-west-2{z}")["Subnet"]["SubnetId"]
+               for i, z in enumerate("ab")]
+    eks.create_cluster(name="sg-probe", roleArn="arn:aws:iam::123456789012:role/x", resourcesVpcConfig={"subnetIds": subnets})
+    config = eks.describe_cluster(name="sg-probe")["cluster"]["resourcesVpcConfig"]
+    assert config["vpcId"] == vpc
+    (group,) = ec2.describe_security_groups(GroupIds=[config["clusterSecurityGroupId"]])["SecurityGroups"]
+    assert group["VpcId"] == vpc and group["GroupName"].startswith("eks-cluster-sg-sg-probe-")
+    assert {"Key": "aws:eks:cluster-name", "Value": "sg-probe"} in group["Tags"]
+    # An endpoint access update keeps the subnets and the group, as on AWS.
+    eks.update_cluster_config(name="sg-probe", resourcesVpcConfig={"endpointPrivateAccess": True})
+    config = eks.describe_cluster(name="sg-probe")["cluster"]["resourcesVpcConfig"]
+    assert config["subnetIds"] == subnets and config["clusterSecurityGroupId"] == group["GroupId"]
+    eks.delete_cluster(name="sg-probe")
+    left = ec2.describe_security_groups(Filters=[{"Name": "vpc-id", "Values": [vpc]}])["SecurityGroups"]
+    assert [g["GroupName"] for g in left] == ["default"]

@@ -49,6 +49,15 @@ the collection knows about this file.
    updates the description of an existing rule. This keeps moto's handling
    and adds the `Return` (moto 5.2.5 may still keep the old description of a
    group-to-group rule; the collection's roles never change descriptions).
+7. EKS cluster security group. AWS creates one security group per cluster
+   (`eks-cluster-sg-<name>-<n>`, tagged `aws:eks:cluster-name` and
+   `kubernetes.io/cluster/<name>: owned`) in the VPC of its subnets, reports it
+   as `resourcesVpcConfig.clusterSecurityGroupId` with the `vpcId`, and deletes
+   it with the cluster. moto creates none; this adds it on CreateCluster and
+   removes it on DeleteCluster (left in place while another group's rule still
+   references it, where AWS would fail the same way). moto's
+   UpdateClusterConfig also replaces the whole resourcesVpcConfig with the
+   request's (dropping subnets and this group); AWS merges, and so does this.
 """
 
 from __future__ import annotations
@@ -178,6 +187,68 @@ def _eks_cluster_call(original):
         return _local_apiserver(original(self, *args, **kwargs))
 
     return call
+
+
+def _eks_ec2(backend):
+    from moto.ec2.models import ec2_backends  # pylint: disable=import-outside-toplevel
+
+    return ec2_backends[backend.account_id][backend.region_name]
+
+
+def _eks_create_with_security_group(original):
+    def create(self, *args, **kwargs):
+        cluster = original(self, *args, **kwargs)
+        config = cluster.resources_vpc_config if isinstance(cluster.resources_vpc_config, dict) else {}
+        subnets = config.get("subnetIds") or []
+        if not subnets or config.get("clusterSecurityGroupId"):
+            return cluster
+        ec2 = _eks_ec2(self)
+        try:
+            vpc_id = ec2.get_subnet(subnets[0]).vpc_id
+        except Exception:  # pylint: disable=broad-except
+            return cluster
+        name = f"eks-cluster-sg-{cluster.name}-{abs(hash(cluster.arn)) % 10**10}"
+        group = ec2.create_security_group(
+            name=name,
+            description="EKS created security group applied to ENI that is attached to EKS Control Plane master nodes, "
+                        "as well as any managed workloads.",
+            vpc_id=vpc_id,
+            tags={"Name": name, "aws:eks:cluster-name": cluster.name, f"kubernetes.io/cluster/{cluster.name}": "owned"},
+        )
+        config["clusterSecurityGroupId"] = group.id
+        config["vpcId"] = vpc_id
+        cluster.resources_vpc_config = config
+        return cluster
+
+    return create
+
+
+def _eks_delete_with_security_group(original):
+    def delete(self, name, *args, **kwargs):
+        cluster = self.clusters.get(name)
+        config = getattr(cluster, "resources_vpc_config", None) or {}
+        group_id = config.get("clusterSecurityGroupId") if isinstance(config, dict) else None
+        result = original(self, name, *args, **kwargs)
+        if group_id:
+            try:
+                _eks_ec2(self).delete_security_group(group_id=group_id)
+            except Exception:  # pylint: disable=broad-except
+                pass  # still referenced, or already gone
+        return result
+
+    return delete
+
+
+def _eks_update_merges_vpc_config(original):
+    def update(self, name, resources_vpc_config, *args, **kwargs):
+        cluster = self.clusters.get(name)
+        before = dict(getattr(cluster, "resources_vpc_config", None) or {}) if cluster else {}
+        result = original(self, name, resources_vpc_config, *args, **kwargs)
+        if cluster and resources_vpc_config:
+            cluster.resources_vpc_config = {**before, **resources_vpc_config}
+        return result
+
+    return update
 
 
 # 4. Placement groups -------------------------------------------------------
@@ -384,7 +455,9 @@ def install():
     from moto.ssm.models import ParameterDict  # pylint: disable=import-outside-toplevel
 
     FileSystem.to_dict = _fsx_to_dict(FileSystem.to_dict)
-    EKSBackend.create_cluster = _eks_cluster_call(EKSBackend.create_cluster)
+    EKSBackend.create_cluster = _eks_cluster_call(_eks_create_with_security_group(EKSBackend.create_cluster))
+    EKSBackend.delete_cluster = _eks_delete_with_security_group(EKSBackend.delete_cluster)
+    EKSBackend.update_cluster_config = _eks_update_merges_vpc_config(EKSBackend.update_cluster_config)
     EKSBackend.describe_cluster = _eks_cluster_call(EKSBackend.describe_cluster)
     EC2Response.create_capacity_reservation = create_capacity_reservation
     EC2Response.describe_capacity_reservations = describe_capacity_reservations
