@@ -1,0 +1,198 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the trainium.eks project
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Filters of the network role: input checks, subnet CIDR plan, bring-your-own subnet checks.
+
+Pure functions (no AWS calls) so that the decisions are unit tested.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+
+from ansible.errors import AnsibleFilterError
+
+NAT_MODES = ("single", "per_zone")
+STATES = ("present", "absent")
+
+
+def _type_name(value):
+    """The plain type name (ansible-core 2.19 hands filters tagged subclasses of str, int, ...)."""
+    for kind in (bool, int, float, str, list, dict):
+        if isinstance(value, kind):
+            return kind.__name__
+    return "null" if value is None else type(value).__name__
+
+
+def _describe(value):
+    """repr of the plain value and its plain type, e.g. '10.0.0.0/8' (str)."""
+    for kind in (bool, int, float, str):
+        if isinstance(value, kind):
+            value = kind(value)
+            break
+    return f"{value!r} ({_type_name(value)})"
+
+
+def _network(value):
+    """An IPv4 network from a CIDR string, or None when it is not one (host bits set included)."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return ipaddress.IPv4Network(value, strict=True)
+    except ValueError:
+        return None
+
+
+def _prefix_ok(value):
+    return isinstance(value, int) and not isinstance(value, bool) and 16 <= value <= 28
+
+
+def network_input_errors(settings):
+    """One message per bad network_* setting: the variable, the value, what is allowed."""
+    if not isinstance(settings, dict):
+        raise AnsibleFilterError(f"network_input_errors expects a mapping of network_* variables, got {type(settings).__name__}")
+    errors = []
+    state = settings.get("network_state")
+    if state not in STATES:
+        errors.append(f"network_state: got {_describe(state)}; allowed: one of {', '.join(STATES)}")
+    nat = settings.get("network_nat_gateways")
+    if nat not in NAT_MODES:
+        errors.append(f"network_nat_gateways: got {_describe(nat)}; allowed: one of {', '.join(NAT_MODES)}")
+    cidr = settings.get("network_vpc_cidr")
+    vpc = _network(cidr)
+    if vpc is None or not 16 <= vpc.prefixlen <= 24:
+        errors.append(
+            f"network_vpc_cidr: got {_describe(cidr)}; allowed: an IPv4 network in CIDR notation with a prefix from /16 to /24, "
+            "without host bits (for example 10.0.0.0/16)"
+        )
+    for name in ("network_private_subnet_prefix", "network_public_subnet_prefix"):
+        value = settings.get(name)
+        if not _prefix_ok(value):
+            errors.append(f"{name}: got {_describe(value)}; allowed: an integer from 16 to 28")
+        elif vpc is not None and value < vpc.prefixlen:
+            errors.append(f"{name}: got {value}; allowed: a prefix not shorter than the VPC's /{vpc.prefixlen} (network_vpc_cidr {cidr})")
+    vpc_id = settings.get("network_vpc_id")
+    private = settings.get("network_private_subnet_ids")
+    public = settings.get("network_public_subnet_ids")
+    for name, value in (("network_private_subnet_ids", private), ("network_public_subnet_ids", public)):
+        if not isinstance(value, list) or not all(isinstance(item, str) and item.startswith("subnet-") for item in value):
+            errors.append(f"{name}: got {_describe(value)}; allowed: a list of subnet IDs (subnet-...)")
+    if vpc_id not in (None, ""):
+        if not isinstance(vpc_id, str) or not vpc_id.startswith("vpc-"):
+            errors.append(f"network_vpc_id: got {_describe(vpc_id)}; allowed: a VPC ID (vpc-...) or empty to create the VPC")
+        elif isinstance(private, list) and not private:
+            errors.append(
+                f"network_private_subnet_ids: got [] with network_vpc_id {vpc_id}; allowed: the private subnets of that VPC, "
+                "at least one in every cluster zone"
+            )
+    elif (isinstance(private, list) and private) or (isinstance(public, list) and public):
+        errors.append(
+            "network_vpc_id: got empty while network_private_subnet_ids / network_public_subnet_ids are set; "
+            "allowed: set network_vpc_id with the subnets (bring your own network) or leave all three empty (create it)"
+        )
+    return errors
+
+
+def network_subnet_plan(vpc_cidr, zones, private_prefix=19, public_prefix=24):
+    """The CIDR of the private and the public subnet of every zone, stable for a given input.
+
+    Zones are taken in name order. Private subnet i is the i-th block of
+    ``private_prefix`` in the VPC; the public subnets are the first blocks of
+    ``public_prefix`` that overlap no private one.
+    """
+    vpc = _network(vpc_cidr)
+    if vpc is None:
+        raise AnsibleFilterError(f"network_subnet_plan: network_vpc_cidr {vpc_cidr!r} is not an IPv4 network in CIDR notation")
+    if not isinstance(zones, (list, tuple)) or not zones or not all(isinstance(z, str) and z for z in zones):
+        raise AnsibleFilterError(f"network_subnet_plan: expects a non-empty list of zone names, got {zones!r}")
+    for name, prefix in (("network_private_subnet_prefix", private_prefix), ("network_public_subnet_prefix", public_prefix)):
+        if not _prefix_ok(prefix) or prefix < vpc.prefixlen:
+            raise AnsibleFilterError(f"network_subnet_plan: {name} {prefix!r} does not fit in network_vpc_cidr {vpc_cidr}")
+    ordered = sorted(set(zones))
+    private_blocks = []
+    for block in vpc.subnets(new_prefix=private_prefix):
+        if len(private_blocks) == len(ordered):
+            break
+        private_blocks.append(block)
+    public_blocks = []
+    for block in vpc.subnets(new_prefix=public_prefix):
+        if len(public_blocks) == len(ordered):
+            break
+        if not any(block.overlaps(taken) for taken in private_blocks):
+            public_blocks.append(block)
+    if len(private_blocks) < len(ordered) or len(public_blocks) < len(ordered):
+        raise AnsibleFilterError(
+            f"network_vpc_cidr: got {vpc_cidr}; it cannot hold {len(ordered)} private /{private_prefix} and "
+            f"{len(ordered)} public /{public_prefix} subnets; allowed: a larger VPC or longer subnet prefixes"
+        )
+    return {
+        zone: {"private": str(private_blocks[index]), "public": str(public_blocks[index])}
+        for index, zone in enumerate(ordered)
+    }
+
+
+def _subnet_fields(subnet):
+    """Subnet id, VPC id and zone from ec2_vpc_subnet_info (snake_case) or boto3 (CamelCase) entries."""
+    return (
+        subnet.get("subnet_id", subnet.get("id", subnet.get("SubnetId"))),
+        subnet.get("vpc_id", subnet.get("VpcId")),
+        subnet.get("availability_zone", subnet.get("AvailabilityZone")),
+    )
+
+
+def network_byo_subnets(subnets, vpc_id, private_ids, public_ids, zones):
+    """Check bring-your-own subnets; returns errors and, per cluster zone, the subnet to use.
+
+    ``subnets`` is what EC2 knows of the given IDs (ec2_vpc_subnet_info's
+    ``subnets``). Every given ID must exist and be in ``vpc_id``; the private
+    subnets must cover every cluster zone. The first given subnet of a zone is
+    the one used there; zones are taken in name order, like the created network.
+    """
+    found = {}
+    for subnet in subnets or []:
+        subnet_id, subnet_vpc, zone = _subnet_fields(subnet)
+        found[subnet_id] = {"vpc_id": subnet_vpc, "zone": zone}
+    errors = []
+    for variable, ids in (("network_private_subnet_ids", private_ids or []), ("network_public_subnet_ids", public_ids or [])):
+        missing = [subnet_id for subnet_id in ids if subnet_id not in found]
+        if missing:
+            errors.append(f"{variable}: {', '.join(missing)} not found in the region")
+        foreign = [f"{subnet_id} (in {found[subnet_id]['vpc_id']})" for subnet_id in ids
+                   if subnet_id in found and found[subnet_id]["vpc_id"] != vpc_id]
+        if foreign:
+            errors.append(f"{variable}: {', '.join(foreign)} not in network_vpc_id {vpc_id}")
+
+    def first_by_zone(ids):
+        chosen = {}
+        for subnet_id in ids or []:
+            entry = found.get(subnet_id)
+            if entry and entry["vpc_id"] == vpc_id and entry["zone"] not in chosen:
+                chosen[entry["zone"]] = subnet_id
+        return chosen
+
+    private = first_by_zone(private_ids)
+    public = first_by_zone(public_ids)
+    needed = sorted(set(zones or []))
+    uncovered = [zone for zone in needed if zone not in private]
+    if uncovered:
+        errors.append(
+            f"network_private_subnet_ids: the cluster needs a private subnet in every zone of {', '.join(needed)}; "
+            f"the subnets given cover {', '.join(sorted(private)) or 'no zone'}; missing: {', '.join(uncovered)}"
+        )
+    by_zone = {zone: {"private": private.get(zone), "public": public.get(zone)} for zone in needed}
+    return {
+        "errors": errors,
+        "subnets_by_zone": by_zone,
+        "private_subnet_ids": [private[zone] for zone in needed if zone in private],
+        "public_subnet_ids": [public[zone] for zone in needed if zone in public],
+    }
+
+
+class FilterModule:
+    def filters(self):
+        return {
+            "network_input_errors": network_input_errors,
+            "network_subnet_plan": network_subnet_plan,
+            "network_byo_subnets": network_byo_subnets,
+        }

@@ -1,0 +1,211 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the trainium.eks project
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""The network role against moto server: create, idempotence, check mode, absent, bring your own.
+
+Every assertion lists what really exists in the account (boto3), against the
+baseline of a fresh moto.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+CLUSTER = "trn-rehearsal"
+OWNED = [{"Name": "tag:trainium.eks/cluster", "Values": [CLUSTER]}, {"Name": "tag:ManagedBy", "Values": ["trainium.eks"]}]
+PLAYBOOK = """
+- name: Network
+  hosts: trainium
+  gather_facts: false
+  roles:
+    - role: trainium.eks.preflight
+      when: network_state | default('present') == 'present'
+    - role: trainium.eks.network
+      vars:
+        network_wait_delay: 1
+  post_tasks:
+    - name: Print the network facts
+      ansible.builtin.debug:
+        msg: "NETWORK_FACTS {{ network_facts | default({}) | to_json }}"
+"""
+
+
+def recap(output):
+    match = re.search(r"localhost\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", output)
+    assert match, output[-3000:]
+    return dict(zip(("ok", "changed", "unreachable", "failed"), map(int, match.groups())))
+
+
+def network_resources(aws):
+    """The VPC resources of the account (defaults left out), by kind."""
+    ec2 = aws.client("ec2")
+    return {
+        "vpcs": sorted(v["VpcId"] for v in ec2.describe_vpcs()["Vpcs"] if not v.get("IsDefault")),
+        "subnets": sorted(s["SubnetId"] for s in ec2.describe_subnets()["Subnets"] if not s.get("DefaultForAz")),
+        "internet_gateways": sorted(g["InternetGatewayId"] for g in ec2.describe_internet_gateways()["InternetGateways"]),
+        "nat_gateways": sorted(n["NatGatewayId"] for n in ec2.describe_nat_gateways()["NatGateways"] if n["State"] != "deleted"),
+        "addresses": sorted(a["AllocationId"] for a in ec2.describe_addresses()["Addresses"]),
+        "route_tables": sorted(r["RouteTableId"] for r in ec2.describe_route_tables()["RouteTables"]),
+        "security_groups": sorted(g["GroupId"] for g in ec2.describe_security_groups()["SecurityGroups"]),
+    }
+
+
+@pytest.fixture()
+def network_playbook(tmp_path):
+    path = tmp_path / "network.yml"
+    path.write_text(PLAYBOOK)
+    return str(path)
+
+
+def test_check_mode_on_an_empty_account_creates_nothing(aws, run_playbook, network_playbook):
+    before = network_resources(aws)
+    result = run_playbook(network_playbook, args=("--check",))
+    assert result.rc == 0, result
+    assert recap(result.output)["changed"] >= 1
+    assert "VPC trn-rehearsal-vpc (10.0.0.0/16) does not exist yet; would create in it" in result.text
+    assert "private subnet 10.0.0.0/19 and public subnet 10.0.64.0/24 in us-west-2a" in result.text
+    assert '"vpc_id": null' in result.text
+    assert network_resources(aws) == before
+
+
+def test_create_is_idempotent_and_absent_removes_everything(aws, run_playbook, network_playbook):
+    baseline = network_resources(aws)
+    everything = aws.resources()
+    ec2 = aws.client("ec2")
+
+    created = run_playbook(network_playbook)
+    assert created.rc == 0, created
+    assert recap(created.output)["changed"] > 0
+
+    (vpc,) = ec2.describe_vpcs(Filters=OWNED + [{"Name": "tag:Name", "Values": [f"{CLUSTER}-vpc"]}])["Vpcs"]
+    assert vpc["CidrBlock"] == "10.0.0.0/16"
+    vpc_id = vpc["VpcId"]
+    assert ec2.describe_vpc_attribute(VpcId=vpc_id, Attribute="enableDnsHostnames")["EnableDnsHostnames"]["Value"]
+    subnets = {s["CidrBlock"]: s for s in ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])["Subnets"]}
+    assert {cidr: s["AvailabilityZone"] for cidr, s in subnets.items()} == {
+        "10.0.0.0/19": "us-west-2a", "10.0.32.0/19": "us-west-2b", "10.0.64.0/24": "us-west-2a", "10.0.65.0/24": "us-west-2b",
+    }
+    tags = {cidr: {t["Key"]: t["Value"] for t in s["Tags"]} for cidr, s in subnets.items()}
+    assert tags["10.0.0.0/19"]["kubernetes.io/role/internal-elb"] == "1"
+    assert tags["10.0.64.0/24"]["kubernetes.io/role/elb"] == "1"
+    assert tags["10.0.32.0/19"]["Name"] == f"{CLUSTER}-private-us-west-2b"
+    assert all(t[f"kubernetes.io/cluster/{CLUSTER}"] == "shared" and t["trainium.eks/cluster"] == CLUSTER for t in tags.values())
+    (igw,) = ec2.describe_internet_gateways(Filters=[{"Name": "attachment.vpc-id", "Values": [vpc_id]}])["InternetGateways"]
+    (nat,) = [n for n in ec2.describe_nat_gateways(Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])["NatGateways"] if n["State"] == "available"]
+    assert nat["SubnetId"] == subnets["10.0.64.0/24"]["SubnetId"]
+    (address,) = ec2.describe_addresses(Filters=OWNED)["Addresses"]
+    assert nat["NatGatewayAddresses"][0]["AllocationId"] == address["AllocationId"]
+    tables = ec2.describe_route_tables(Filters=OWNED)["RouteTables"]
+    default_routes = {}
+    for table in tables:
+        name = {t["Key"]: t["Value"] for t in table["Tags"]}["Name"]
+        default_routes[name] = [r.get("GatewayId") or r.get("NatGatewayId") for r in table["Routes"] if r.get("DestinationCidrBlock") == "0.0.0.0/0"]
+    assert default_routes == {
+        f"{CLUSTER}-public": [igw["InternetGatewayId"]],
+        f"{CLUSTER}-private-us-west-2a": [nat["NatGatewayId"]],
+        f"{CLUSTER}-private-us-west-2b": [nat["NatGatewayId"]],
+    }
+    facts = created.text.split("NETWORK_FACTS ", 1)[1]
+    assert f'"vpc_id": "{vpc_id}"' in facts and '"created": true' in facts
+
+    snapshot = network_resources(aws)
+    again = run_playbook(network_playbook)
+    assert again.rc == 0, again
+    assert recap(again.output)["changed"] == 0
+    check = run_playbook(network_playbook, args=("--check",))
+    assert check.rc == 0, check
+    assert recap(check.output)["changed"] == 0
+    assert network_resources(aws) == snapshot
+
+    removed = run_playbook(network_playbook, extra_vars={"network_state": "absent"})
+    assert removed.rc == 0, removed
+    assert network_resources(aws) == baseline
+    assert aws.resources() == everything
+
+    twice = run_playbook(network_playbook, extra_vars={"network_state": "absent"})
+    assert twice.rc == 0, twice
+    assert recap(twice.output)["changed"] == 0
+
+
+def test_absent_after_a_cut_short_run(aws, run_playbook, network_playbook):
+    """Only the VPC, a subnet, a detached internet gateway and an Elastic IP exist, tagged as the role tags them."""
+    baseline = network_resources(aws)
+    ec2 = aws.client("ec2")
+
+    def tags(name):
+        return [{"ResourceType": kind, "Tags": [{"Key": "trainium.eks/cluster", "Value": CLUSTER}, {"Key": "ManagedBy", "Value": "trainium.eks"},
+                                                {"Key": "Name", "Value": name}]} for kind in ("vpc", "subnet", "internet-gateway", "elastic-ip")]
+
+    vpc_id = ec2.create_vpc(CidrBlock="10.0.0.0/16", TagSpecifications=tags(f"{CLUSTER}-vpc")[:1])["Vpc"]["VpcId"]
+    ec2.create_subnet(VpcId=vpc_id, CidrBlock="10.0.0.0/19", AvailabilityZone="us-west-2a", TagSpecifications=tags("p")[1:2])
+    ec2.create_subnet(VpcId=vpc_id, CidrBlock="10.0.64.0/24", AvailabilityZone="us-west-2a", TagSpecifications=tags("q")[1:2])
+    ec2.create_internet_gateway(TagSpecifications=tags(f"{CLUSTER}-igw")[2:3])
+    ec2.allocate_address(Domain="vpc", TagSpecifications=tags(f"{CLUSTER}-nat-us-west-2a")[3:])
+    foreign_vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+    assert network_resources(aws) != baseline
+
+    removed = run_playbook(network_playbook, extra_vars={"network_state": "absent"})
+    assert removed.rc == 0, removed
+    left = network_resources(aws)
+    # The untagged VPC with the same range is not ours and stays.
+    assert left["vpcs"] == sorted(baseline["vpcs"] + [foreign_vpc])
+    assert {kind: ids for kind, ids in left.items() if kind not in ("vpcs", "route_tables", "security_groups")} == {
+        kind: ids for kind, ids in baseline.items() if kind not in ("vpcs", "route_tables", "security_groups")
+    }
+    assert ec2.describe_vpcs(Filters=OWNED)["Vpcs"] == []
+
+
+def test_bring_your_own_missing_zone_fails_and_creates_nothing(aws, run_playbook, network_playbook):
+    ec2 = aws.client("ec2")
+    vpc_id = ec2.create_vpc(CidrBlock="10.20.0.0/16")["Vpc"]["VpcId"]
+    only_a = ec2.create_subnet(VpcId=vpc_id, CidrBlock="10.20.0.0/20", AvailabilityZone="us-west-2a")["Subnet"]["SubnetId"]
+    before = network_resources(aws)
+    result = run_playbook(network_playbook, extra_vars={"network_vpc_id": vpc_id, "network_private_subnet_ids": [only_a]})
+    assert result.rc != 0, result
+    assert ("network_private_subnet_ids: the cluster needs a private subnet in every zone of us-west-2a, us-west-2b; "
+            "the subnets given cover us-west-2a; missing: us-west-2b") in result.text
+    assert network_resources(aws) == before
+
+    # Both zones given: accepted, nothing created; absent leaves the user's VPC alone.
+    in_b = ec2.create_subnet(VpcId=vpc_id, CidrBlock="10.20.16.0/20", AvailabilityZone="us-west-2b")["Subnet"]["SubnetId"]
+    before = network_resources(aws)
+    byo = {"network_vpc_id": vpc_id, "network_private_subnet_ids": [only_a, in_b]}
+    accepted = run_playbook(network_playbook, extra_vars=byo)
+    assert accepted.rc == 0, accepted
+    assert recap(accepted.output)["changed"] == 0
+    assert f'"private_subnet_ids": ["{only_a}", "{in_b}"]' in accepted.text and '"created": false' in accepted.text
+    untouched = run_playbook(network_playbook, extra_vars=dict(byo, network_state="absent"))
+    assert untouched.rc == 0, untouched
+    assert network_resources(aws) == before
+
+
+def test_bad_input_fails_before_any_call(aws, run_playbook, network_playbook):
+    before = network_resources(aws)
+    result = run_playbook(network_playbook, extra_vars={"network_nat_gateways": "many"})
+    assert result.rc != 0, result
+    assert "value of network_nat_gateways must be one of: single, per_zone, got: many" in result.text
+    result = run_playbook(network_playbook, extra_vars={"network_vpc_cidr": "10.0.0.0/8"})
+    assert result.rc != 0, result
+    assert "network_vpc_cidr: got '10.0.0.0/8' (str); allowed: an IPv4 network in CIDR notation with a prefix from /16 to /24" in result.text
+    assert network_resources(aws) == before
+
+
+def test_per_zone_nat_gateways(aws, run_playbook, network_playbook):
+    baseline = network_resources(aws)
+    ec2 = aws.client("ec2")
+    created = run_playbook(network_playbook, extra_vars={"network_nat_gateways": "per_zone"})
+    assert created.rc == 0, created
+    nats = {n["SubnetId"]: n["NatGatewayId"] for n in ec2.describe_nat_gateways(Filters=OWNED)["NatGateways"] if n["State"] == "available"}
+    assert len(nats) == 2 and len(ec2.describe_addresses(Filters=OWNED)["Addresses"]) == 2
+    for table in ec2.describe_route_tables(Filters=OWNED)["RouteTables"]:
+        name = {t["Key"]: t["Value"] for t in table["Tags"]}["Name"]
+        if name.startswith(f"{CLUSTER}-private-"):
+            zone = name.rsplit("-private-", 1)[1]
+            (public,) = ec2.describe_subnets(Filters=OWNED + [{"Name": "tag:Name", "Values": [f"{CLUSTER}-public-{zone}"]}])["Subnets"]
+            assert [r["NatGatewayId"] for r in table["Routes"] if r.get("NatGatewayId")] == [nats[public["SubnetId"]]]
+    removed = run_playbook(network_playbook, extra_vars={"network_state": "absent"})
+    assert removed.rc == 0, removed
+    assert network_resources(aws) == baseline
