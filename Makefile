@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-requirements
 export PATH := $(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: help system-deps setup lock lint sanity units integration molecule build test site rehearsal-up rehearsal-down changelog clean
+.PHONY: help system-deps setup lock lint sanity units integration molecule build test site teardown rehearsal-up rehearsal-down changelog clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -55,6 +55,10 @@ test: setup ## Every suite; the test command README gives
 site: setup ## Run site.yml on the local rehearsal (starts it when needed)
 	tools/rehearsal/rehearsal.sh up
 	source .rehearsal/env.sh && $(BIN)/ansible-playbook site.yml -i inventories/local
+
+teardown: setup ## Run site.yml --tags teardown on the local rehearsal (removes what `make site` created)
+	tools/rehearsal/rehearsal.sh up
+	source .rehearsal/env.sh && $(BIN)/ansible-playbook site.yml -i inventories/local --tags teardown
 
 rehearsal-up: setup ## Start the local rehearsal services
 	tools/rehearsal/rehearsal.sh up

@@ -24,6 +24,16 @@ export ANSIBLE_CONFIG="$WORK/ansible.cfg"
 "$BIN/ansible-galaxy" collection install --no-deps --force -p "$INSTALL" "$TARBALL"
 test -f "$INSTALL/ansible_collections/trainium/eks/plugins/modules/trainium_capacity_info.py"
 echo "installed $(basename "$TARBALL") into $INSTALL"
-"$BIN/ansible-doc" trainium.eks.trainium_capacity_info >/dev/null
-"$BIN/ansible-doc" -t role trainium.eks.preflight >/dev/null
+# Every module, lookup, filter and role documents itself from the installed copy.
+for module in "$INSTALL"/ansible_collections/trainium/eks/plugins/modules/*.py; do
+  "$BIN/ansible-doc" "trainium.eks.$(basename "$module" .py)" >/dev/null
+done
+for lookup in "$INSTALL"/ansible_collections/trainium/eks/plugins/lookup/*.py; do
+  [[ -e "$lookup" ]] || continue
+  "$BIN/ansible-doc" -t lookup "trainium.eks.$(basename "$lookup" .py)" >/dev/null
+done
+for role in "$INSTALL"/ansible_collections/trainium/eks/roles/*/; do
+  "$BIN/ansible-doc" -t role "trainium.eks.$(basename "$role")" >/dev/null
+done
+echo "ansible-doc renders every module, lookup and role of the installed copy"
 "$BIN/ansible-playbook" -i inventory trainium.eks.preflight

@@ -76,6 +76,7 @@ class AwsAccount:
     def resources(self):
         """Everything the collection could create, by kind; defaults left out."""
         ec2 = self.client("ec2")
+        default_vpcs = {v["VpcId"] for v in ec2.describe_vpcs()["Vpcs"] if v.get("IsDefault")}
         found = {
             "vpcs": [v["VpcId"] for v in ec2.describe_vpcs()["Vpcs"] if not v.get("IsDefault")],
             "subnets": [s["SubnetId"] for s in ec2.describe_subnets()["Subnets"] if not s.get("DefaultForAz")],
@@ -86,7 +87,17 @@ class AwsAccount:
                 r["CapacityReservationId"] for r in ec2.describe_capacity_reservations()["CapacityReservations"]
                 if r["State"] != "cancelled"
             ],
+            "internet_gateways": [g["InternetGatewayId"] for g in ec2.describe_internet_gateways()["InternetGateways"]
+                                  if not any(a.get("VpcId") in default_vpcs for a in g.get("Attachments", []))],
+            "nat_gateways": [n["NatGatewayId"] for n in ec2.describe_nat_gateways()["NatGateways"] if n["State"] not in ("deleted", "deleting")],
+            "elastic_ips": [a.get("AllocationId") for a in ec2.describe_addresses()["Addresses"]],
+            "route_tables": [t["RouteTableId"] for t in ec2.describe_route_tables()["RouteTables"]
+                             if t["VpcId"] not in default_vpcs and not any(a.get("Main") for a in t.get("Associations", []))],
+            "placement_groups": [g["GroupName"] for g in ec2.describe_placement_groups()["PlacementGroups"]],
             "eks_clusters": self.client("eks").list_clusters()["clusters"],
+            "eks_nodegroups": [f"{c}/{n}" for c in self.client("eks").list_clusters()["clusters"]
+                               for n in self.client("eks").list_nodegroups(clusterName=c)["nodegroups"]],
+            "oidc_providers": [p["Arn"] for p in self.client("iam").list_open_id_connect_providers()["OpenIDConnectProviderList"]],
             "stacks": [s["StackName"] for s in self.client("cloudformation").describe_stacks()["Stacks"]],
             "ecr_repositories": [r["repositoryName"] for r in self.client("ecr").describe_repositories()["repositories"]],
             "fsx_file_systems": [f["FileSystemId"] for f in self.client("fsx").describe_file_systems()["FileSystems"]],

@@ -1,0 +1,244 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the trainium.eks project
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""playbooks/infrastructure.yml and playbooks/teardown.yml end to end.
+
+The local inventory against the rehearsal: moto for AWS, the real
+kube-apiserver behind the EKS endpoint. Every assertion reads what exists in
+the account (or the cluster), never the playbook's own report.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import os
+import re
+import signal
+import subprocess
+import time
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+VENV_BIN = pathlib.Path(os.environ.get("VENV", ROOT / ".venv")) / "bin"
+
+INFRASTRUCTURE = "playbooks/infrastructure.yml"
+TEARDOWN = "playbooks/teardown.yml"
+CLUSTER = "trn-rehearsal"
+TAG = "trainium.eks/cluster"
+
+
+def recap(output):
+    match = re.search(r"localhost\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", output)
+    assert match, output[-3000:]
+    return dict(zip(("ok", "changed", "unreachable", "failed"), map(int, match.groups())))
+
+
+def changed_tasks(output):
+    """The names of the tasks that reported changed, to explain a non-idempotent run."""
+    names = []
+    current = None
+    for line in output.splitlines():
+        if line.startswith("TASK ["):
+            current = line[6:].split("]")[0]
+        elif line.startswith("changed:") and current:
+            names.append(current)
+    return names
+
+
+def tagged(tags, key=TAG):
+    return {t["Key"]: t["Value"] for t in tags or []}.get(key)
+
+
+@pytest.fixture()
+def kubeconfig(tmp_path):
+    return str(tmp_path / "kube" / f"{CLUSTER}.yaml")
+
+
+def run_args(kubeconfig):
+    return ["-e", f"eks_cluster_kubeconfig_path={kubeconfig}"]
+
+
+def assert_account_holds_the_deployment(aws):
+    ec2 = aws.client("ec2")
+    vpcs = [v for v in ec2.describe_vpcs()["Vpcs"] if not v.get("IsDefault")]
+    assert len(vpcs) == 1 and tagged(vpcs[0].get("Tags")) == CLUSTER
+    vpc_id = vpcs[0]["VpcId"]
+    subnets = ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [vpc_id]}])["Subnets"]
+    # trn1.32xlarge is offered in us-west-2b (and 2d); EKS wants a second zone: us-west-2a.
+    assert sorted(s["AvailabilityZone"] for s in subnets) == ["us-west-2a", "us-west-2a", "us-west-2b", "us-west-2b"]
+
+    eks = aws.client("eks")
+    cluster = eks.describe_cluster(name=CLUSTER)["cluster"]
+    assert cluster["version"] == "1.34"
+    assert cluster["status"] == "ACTIVE"
+    assert set(cluster["resourcesVpcConfig"]["subnetIds"]) <= {s["SubnetId"] for s in subnets}
+
+    # The node group: in the single zone that offers trn1.32xlarge, on the EFA launch template.
+    (group_name,) = eks.list_nodegroups(clusterName=CLUSTER)["nodegroups"]
+    group = eks.describe_nodegroup(clusterName=CLUSTER, nodegroupName=group_name)["nodegroup"]
+    assert group["status"] == "ACTIVE"
+    assert group["scalingConfig"] == {"minSize": 2, "maxSize": 2, "desiredSize": 2}
+    (subnet_id,) = group["subnets"]
+    zone = next(s["AvailabilityZone"] for s in subnets if s["SubnetId"] == subnet_id)
+    offered = {o["Location"] for o in ec2.describe_instance_type_offerings(
+        LocationType="availability-zone", Filters=[{"Name": "instance-type", "Values": ["trn1.32xlarge"]}])["InstanceTypeOfferings"]}
+    assert zone in offered
+    template_id = group["launchTemplate"]["id"]
+    version = ec2.describe_launch_template_versions(LaunchTemplateId=template_id, Versions=["$Default"])["LaunchTemplateVersions"][0]
+    data = version["LaunchTemplateData"]
+    interfaces = sorted(data["NetworkInterfaces"], key=lambda i: i["NetworkCardIndex"])
+    assert len(interfaces) == 8
+    assert [(i["NetworkCardIndex"], i["DeviceIndex"], i["InterfaceType"]) for i in interfaces] == \
+        [(0, 0, "efa")] + [(card, 1, "efa") for card in range(1, 8)]
+    assert data["MetadataOptions"]["HttpTokens"] == "required"
+    assert data["MetadataOptions"]["HttpPutResponseHopLimit"] == 2
+    (root,) = data["BlockDeviceMappings"]
+    assert root["Ebs"]["VolumeType"] == "gp3" and root["Ebs"]["VolumeSize"] == 500
+    placement_group = data["Placement"]["GroupName"]
+    (pg,) = ec2.describe_placement_groups(GroupNames=[placement_group])["PlacementGroups"]
+    assert pg["Strategy"] == "cluster"
+
+    # Security groups: EFA's self-referencing all-traffic rule, Lustre's ports, nothing open to the world.
+    groups = ec2.describe_security_groups(Filters=[{"Name": "vpc-id", "Values": [vpc_id]}, {"Name": f"tag:{TAG}", "Values": [CLUSTER]}])["SecurityGroups"]
+    by_name = {g["GroupName"]: g for g in groups}
+    nodes, lustre = by_name[f"{CLUSTER}-nodes"], by_name[f"{CLUSTER}-lustre"]
+    # Each EFA interface carries the node group and the cluster's own group, which
+    # EKS does not add when a launch template names its groups.
+    cluster_group = cluster["resourcesVpcConfig"]["clusterSecurityGroupId"]
+    for interface in interfaces:
+        assert set(interface["Groups"]) == {nodes["GroupId"], cluster_group}
+    sources = {g["GroupId"] for p in nodes["IpPermissions"] if p["IpProtocol"] == "-1" for g in p["UserIdGroupPairs"]}
+    assert {nodes["GroupId"], cluster_group} <= sources
+    lustre_ports = {(p.get("FromPort"), p.get("ToPort")) for p in lustre["IpPermissions"] if p["IpProtocol"] == "tcp"}
+    assert {(988, 988), (1018, 1023)} <= lustre_ports
+    for group_ in groups:
+        for permission in group_["IpPermissions"]:
+            assert not any(r["CidrIp"] == "0.0.0.0/0" for r in permission.get("IpRanges", [])), group_["GroupName"]
+
+    ecr = aws.client("ecr")
+    (repo,) = ecr.describe_repositories()["repositories"]
+    assert repo["repositoryName"] == "bert-pretrain-neuron"
+    assert repo["imageTagMutability"] == "IMMUTABLE"
+    assert repo["imageScanningConfiguration"]["scanOnPush"] is True
+    assert json.loads(ecr.get_lifecycle_policy(repositoryName=repo["repositoryName"])["lifecyclePolicyText"])["rules"]
+
+    (fs,) = aws.client("fsx").describe_file_systems()["FileSystems"]
+    assert fs["Lifecycle"] == "AVAILABLE"
+    assert fs["StorageCapacity"] == 1200
+    assert fs["LustreConfiguration"]["DeploymentType"] == "PERSISTENT_1"
+    assert fs["LustreConfiguration"]["PerUnitStorageThroughput"] == 200
+    assert tagged(fs.get("Tags")) == CLUSTER
+
+    oidc = aws.client("iam").list_open_id_connect_providers()["OpenIDConnectProviderList"]
+    assert len(oidc) == 1
+
+
+def test_infrastructure_converges_then_teardown_empties_the_account(aws, run_playbook, kubeconfig, rehearsal):
+    baseline = aws.resources()
+
+    first = run_playbook(INFRASTRUCTURE, args=run_args(kubeconfig))
+    assert first.rc == 0, first
+    assert recap(first.output)["changed"] > 0
+    assert_account_holds_the_deployment(aws)
+
+    # The kubeconfig the collection wrote authenticates with its own EKS token:
+    # kubectl has no AWS CLI to call, and the API server asks the token webhook.
+    assert "token:" not in open(kubeconfig, encoding="utf-8").read()
+    assert oct(os.stat(kubeconfig).st_mode & 0o777) == "0o600"
+    env = dict(rehearsal, KUBECONFIG=kubeconfig)
+    listed = subprocess.run(["kubectl", "get", "namespace", "kube-system", "-o", "name"], env=env, capture_output=True, text=True, check=False)
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.strip() == "namespace/kube-system"
+
+    second = run_playbook(INFRASTRUCTURE, args=run_args(kubeconfig))
+    assert second.rc == 0, second
+    assert recap(second.output)["changed"] == 0, changed_tasks(second.output)
+
+    down = run_playbook(TEARDOWN, args=run_args(kubeconfig))
+    assert down.rc == 0, down
+    assert aws.resources() == baseline
+
+    again = run_playbook(TEARDOWN, args=run_args(kubeconfig))
+    assert again.rc == 0, again
+    assert recap(again.output)["changed"] == 0, changed_tasks(again.output)
+    assert aws.resources() == baseline
+
+
+def test_check_mode_on_an_empty_account_creates_nothing(aws, run_playbook, kubeconfig):
+    baseline = aws.resources()
+    planned = run_playbook(INFRASTRUCTURE, args=run_args(kubeconfig) + ["--check", "--diff"])
+    assert planned.rc == 0, planned
+    assert recap(planned.output)["changed"] >= 6, changed_tasks(planned.output)
+    # One would-be change per stage at least.
+    for role in ("network", "eks_cluster", "trn_launch_template", "trn_nodegroup", "ecr", "fsx_lustre"):
+        assert any(name.startswith(f"trainium.eks.{role} : ") for name in changed_tasks(planned.output)), role
+    assert aws.resources() == baseline
+    assert not os.path.exists(kubeconfig)
+
+
+def test_trn1n_pool_stopped_half_way_gets_16_efa_interfaces_and_teardown_cleans_up(aws, run_playbook, kubeconfig, local_vars):
+    baseline = aws.resources()
+    pools = [dict(local_vars["trainium_node_pools"][0], instance_type="trn1n.32xlarge")]
+    extra = ["-e", json.dumps({"trainium_node_pools": pools})]
+    # A run that stops after the launch templates: no node group, ECR or FSx yet.
+    partial = run_playbook(INFRASTRUCTURE, args=run_args(kubeconfig) + extra + ["--tags", "network,eks_cluster,trn_launch_template"])
+    assert partial.rc == 0, partial
+    ec2 = aws.client("ec2")
+    (template,) = ec2.describe_launch_templates()["LaunchTemplates"]
+    data = ec2.describe_launch_template_versions(LaunchTemplateId=template["LaunchTemplateId"], Versions=["$Default"])[
+        "LaunchTemplateVersions"][0]["LaunchTemplateData"]
+    assert sorted(i["NetworkCardIndex"] for i in data["NetworkInterfaces"]) == list(range(16))
+    assert aws.client("eks").list_nodegroups(clusterName=CLUSTER)["nodegroups"] == []
+    assert aws.client("fsx").describe_file_systems()["FileSystems"] == []
+
+    down = run_playbook(TEARDOWN, args=run_args(kubeconfig) + extra)
+    assert down.rc == 0, down
+    assert aws.resources() == baseline
+
+
+def test_teardown_after_an_interrupted_run_empties_the_account(aws, rehearsal, kubeconfig, run_playbook):
+    """SIGINT the playbook once the cluster exists, as a user pressing Ctrl-C would."""
+    baseline = aws.resources()
+    env = dict(rehearsal, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    cmd = [str(VENV_BIN / "ansible-playbook"), INFRASTRUCTURE, "-i", "inventories/local"] + run_args(kubeconfig)
+    process = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    eks = aws.client("eks")
+    deadline = time.monotonic() + 240
+    try:
+        while time.monotonic() < deadline and process.poll() is None:
+            if CLUSTER in eks.list_clusters()["clusters"]:
+                break
+            time.sleep(0.5)
+        assert process.poll() is None, "the playbook ended before it could be interrupted:\n" + process.stdout.read()[-3000:]
+        os.killpg(process.pid, signal.SIGINT)
+        output, _ = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    assert process.returncode != 0, output[-3000:]
+    # Something was left behind, or the test proves nothing.
+    assert aws.resources() != baseline
+
+    down = run_playbook(TEARDOWN, args=run_args(kubeconfig))
+    assert down.rc == 0, down
+    assert aws.resources() == baseline
+
+
+def test_teardown_of_an_empty_account_changes_nothing(aws, run_playbook, kubeconfig):
+    baseline = aws.resources()
+    down = run_playbook(TEARDOWN, args=run_args(kubeconfig))
+    assert down.rc == 0, down
+    assert recap(down.output)["changed"] == 0, changed_tasks(down.output)
+    assert aws.resources() == baseline
+
+
+def test_teardown_refuses_bad_variables_before_any_call(aws, run_playbook):
+    baseline = aws.resources()
+    down = run_playbook(TEARDOWN, args=["-e", "trainium_cluster_name=-bad-"])
+    assert down.rc != 0
+    assert "trainium_cluster_name: got '-bad-'" in down.text
+    assert aws.resources() == baseline
+
