@@ -146,4 +146,5 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run as the kubeconfig's exec credential plugin; the exit status tells kubectl.
+    raise SystemExit(main())

@@ -213,7 +213,7 @@ def test_teardown_after_an_interrupted_run_empties_the_account(aws, rehearsal, k
             time.sleep(0.5)
         assert process.poll() is None, "the playbook ended before it could be interrupted:\n" + process.stdout.read()[-3000:]
         os.killpg(process.pid, signal.SIGINT)
-        output, _ = process.communicate(timeout=60)
+        output = process.communicate(timeout=60)[0]
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
@@ -241,4 +241,3 @@ def test_teardown_refuses_bad_variables_before_any_call(aws, run_playbook):
     assert down.rc != 0
     assert "trainium_cluster_name: got '-bad-'" in down.text
     assert aws.resources() == baseline
-
