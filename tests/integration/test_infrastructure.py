@@ -241,3 +241,26 @@ def test_teardown_refuses_bad_variables_before_any_call(aws, run_playbook):
     assert down.rc != 0
     assert "trainium_cluster_name: got '-bad-'" in down.text
     assert aws.resources() == baseline
+
+
+@pytest.mark.parametrize("extra, message", [
+    pytest.param({"eks_cluster_public_access_cidrs": ["0.0.0.0/0"]},
+                 "eks_cluster_public_access_cidrs: got ['0.0.0.0/0']; allowed: CIDR blocks narrower than 0.0.0.0/0", id="api-open-to-the-world"),
+    pytest.param({"eks_cluster_public_access_cidrs": []},
+                 "eks_cluster_public_access_cidrs: got []; allowed: the CIDR blocks that may reach the public Kubernetes API", id="api-cidrs-empty"),
+    pytest.param({"network_nat_gateways": "none"}, "network_nat_gateways", id="network-nat-mode"),
+    pytest.param({"ecr_keep_images": 0}, "ecr_keep_images: got 0; allowed: an integer from 1 to 10000", id="ecr-keep-images"),
+])
+def test_bad_role_variables_stop_the_run_before_anything_is_created(aws, run_playbook, kubeconfig, extra, message):
+    baseline = aws.resources()
+    result = run_playbook(INFRASTRUCTURE, args=run_args(kubeconfig) + ["-e", json.dumps(extra)])
+    assert result.rc != 0
+    assert message in result.text, result
+    assert aws.resources() == baseline
+
+
+def test_opening_the_api_to_the_world_needs_an_explicit_yes(aws, run_playbook, kubeconfig):
+    extra = {"eks_cluster_public_access_cidrs": ["0.0.0.0/0"], "eks_cluster_public_access_from_anywhere": True}
+    result = run_playbook(INFRASTRUCTURE, args=run_args(kubeconfig) + ["-e", json.dumps(extra), "--check"])
+    assert result.rc == 0, result
+    assert "problem(s) in the eks_cluster variables" not in result.text
