@@ -111,7 +111,7 @@ def test_create_then_unchanged(aws, inputs, role, local_vars):
     assert group["nodeRole"] == node_role["Arn"]
     assert node_role["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {"Service": "ec2.amazonaws.com"}
     policies = sorted(p["PolicyName"] for p in iam.list_attached_role_policies(RoleName=NODE_ROLE)["AttachedPolicies"])
-    assert policies == ["AmazonEC2ContainerRegistryReadOnly", "AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy"]
+    assert policies == ["AmazonEC2ContainerRegistryPullOnly", "AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy"]
     assert iam.list_role_policies(RoleName=NODE_ROLE)["PolicyNames"] == []
     facts = _facts(first)
     assert set(facts) == {"node_role_arn", "nodegroups"}
