@@ -22,6 +22,11 @@ from __future__ import annotations
 import re
 import time
 
+try:
+    import botocore
+except ImportError:
+    pass  # handled by AnsibleAWSModule
+
 from ansible_collections.amazon.aws.plugins.module_utils.botocore import is_boto3_error_code
 from ansible_collections.amazon.aws.plugins.module_utils.errors import AWSErrorHandler
 from ansible_collections.amazon.aws.plugins.module_utils.exceptions import AnsibleAWSError
@@ -35,6 +40,11 @@ OIDC_CLIENT_ID = "sts.amazonaws.com"
 # and deleted after the cluster itself is gone.
 OIDC_CLUSTER_TAG = "trainium.eks/cluster"
 VERSION_PATTERN = re.compile(r"^(\d+)\.(\d+)$")
+# Cluster states in which EKS refuses DeleteCluster (ResourceInUseException).
+BUSY_STATES = ("CREATING", "UPDATING")
+# CreateCluster right after the IAM role was created: the role has not reached EKS yet.
+ROLE_NOT_ASSUMABLE = re.compile(r"(cannot|could not|can't|unable to) be assumed", re.IGNORECASE)
+ROLE_PROPAGATION_ATTEMPTS = 6
 
 
 class EksClusterError(AnsibleAWSError):
@@ -354,10 +364,31 @@ def describe_cluster(client, name):
     return client.describe_cluster(name=name)["cluster"]
 
 
-@EksErrorHandler.common_error_handler("create EKS cluster")
+def is_role_propagation_error(error):
+    """CreateCluster refused because the (new) cluster role cannot be assumed yet (IAM propagation)."""
+    if not isinstance(error, botocore.exceptions.ClientError):
+        return False
+    details = error.response.get("Error", {})
+    message = details.get("Message") or ""
+    return details.get("Code") == "InvalidParameterException" and "role" in message.lower() and bool(ROLE_NOT_ASSUMABLE.search(message))
+
+
 @AWSRetry.jittered_backoff()
-def create_cluster(client, request):
+def _create_cluster_once(client, request):
     return client.create_cluster(**request)["cluster"]
+
+
+@EksErrorHandler.common_error_handler("create EKS cluster")
+def create_cluster(client, request, attempts=ROLE_PROPAGATION_ATTEMPTS, delay=5, max_delay=30, sleep=time.sleep):
+    """CreateCluster, tried again with backoff (``attempts`` in all) while the role cannot be assumed yet."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return _create_cluster_once(client, request)
+        except botocore.exceptions.ClientError as e:
+            if attempt == attempts or not is_role_propagation_error(e):
+                raise
+            sleep(min(delay * 2 ** (attempt - 1), max_delay))
+    return None  # not reached
 
 
 @EksErrorHandler.common_error_handler("update EKS cluster configuration")
@@ -398,11 +429,39 @@ def untag_cluster(client, arn, keys):
     client.untag_resource(resourceArn=arn, tagKeys=list(keys))
 
 
+def in_use_retries(timeout, max_delay=30):
+    """How many ResourceInUseException retries fit in ``timeout`` seconds (each backoff sleeps at most ``max_delay``)."""
+    if timeout is None:
+        return 10
+    return max(1, int(timeout) // max_delay)
+
+
 @EksErrorHandler.deletion_error_handler("delete EKS cluster")
-@AWSRetry.jittered_backoff()
-def delete_cluster(client, name):
-    client.delete_cluster(name=name)
+def delete_cluster(client, name, timeout=None):
+    """DeleteCluster; ResourceInUseException (cluster still CREATING/UPDATING) is retried with backoff within ``timeout`` seconds."""
+    retry = AWSRetry.jittered_backoff(retries=in_use_retries(timeout), delay=5, max_delay=30, catch_extra_error_codes=["ResourceInUseException"])
+    retry(lambda: client.delete_cluster(name=name))()
     return True
+
+
+def wait_until_settled(client, name, timeout, delay=15, clock=time.monotonic, sleep=time.sleep):
+    """Poll while the cluster is CREATING or UPDATING (EKS refuses to delete it then).
+
+    Returns the last description, None when the cluster is gone; any other
+    status (ACTIVE, FAILED, DELETING...) ends the wait. Raises
+    EksClusterError when ``timeout`` passes first.
+    """
+    deadline = clock() + timeout
+    while True:
+        cluster = describe_cluster(client, name)
+        if cluster is None or cluster.get("status") not in BUSY_STATES:
+            return cluster
+        if clock() >= deadline:
+            raise EksClusterError(
+                message=f"Timed out after {timeout} s waiting for EKS cluster {name} to finish {cluster['status']} before deleting it "
+                        "(EKS refuses to delete a cluster that is being created or updated)"
+            )
+        sleep(delay)
 
 
 @EksErrorHandler.common_error_handler("wait for the EKS cluster")

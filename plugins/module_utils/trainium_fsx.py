@@ -34,6 +34,11 @@ from __future__ import annotations
 import re
 import time
 
+try:
+    import botocore
+except ImportError:
+    pass  # handled by AnsibleAWSModule
+
 from ansible_collections.amazon.aws.plugins.module_utils.botocore import is_boto3_error_code
 from ansible_collections.amazon.aws.plugins.module_utils.errors import AWSErrorHandler
 from ansible_collections.amazon.aws.plugins.module_utils.exceptions import AnsibleAWSError
@@ -460,11 +465,64 @@ def delete_request(fs):
     return request
 
 
+_BUSY_MESSAGE = re.compile(r"\b(CREATING|UPDATING|in progress|being (created|updated))\b", re.IGNORECASE)
+
+
+def is_busy_error(error):
+    """A DeleteFileSystem refusal because the file system is still being created or updated.
+
+    FSx answers ``BadRequest`` naming the lifecycle (there is no dedicated
+    code); ``ResourceInUseException`` is accepted too.
+    """
+    if not isinstance(error, botocore.exceptions.ClientError):
+        return False
+    details = error.response.get("Error", {})
+    code = details.get("Code")
+    if code == "ResourceInUseException":
+        return True
+    return code in ("BadRequest", "BadRequestException") and bool(_BUSY_MESSAGE.search(details.get("Message") or ""))
+
+
+def retry_while_busy(call, timeout, delay=5, max_delay=30, clock=time.monotonic, sleep=time.sleep):
+    """Run ``call`` again, with exponential backoff, while it fails with ``is_busy_error``, for at most ``timeout`` seconds."""
+    deadline = clock() + timeout
+    while True:
+        try:
+            return call()
+        except botocore.exceptions.ClientError as e:
+            remaining = deadline - clock()
+            if not is_busy_error(e) or remaining <= 0:
+                raise
+            sleep(min(delay, remaining))
+            delay = min(delay * 2, max_delay)
+
+
 @FsxErrorHandler.deletion_error_handler("delete the FSx for Lustre file system")
-@AWSRetry.jittered_backoff()
-def delete_file_system(client, fs):
-    client.delete_file_system(**delete_request(fs))
+def delete_file_system(client, fs, timeout=0, clock=time.monotonic, sleep=time.sleep):
+    """DeleteFileSystem; a refusal because the file system is busy is retried for ``timeout`` seconds."""
+    request = delete_request(fs)
+    retry_while_busy(AWSRetry.jittered_backoff()(lambda: client.delete_file_system(**request)), timeout, clock=clock, sleep=sleep)
     return True
+
+
+def wait_until_settled(client, file_system_id, timeout, delay=15, clock=time.monotonic, sleep=time.sleep):
+    """Poll while the file system is CREATING or UPDATING (AWS refuses to delete it then).
+
+    Returns the last DescribeFileSystems entry, None when it is gone. Any
+    other lifecycle (AVAILABLE, FAILED, MISCONFIGURED, DELETING...) ends the
+    wait. Raises TrainiumFsxError when ``timeout`` passes first.
+    """
+    deadline = clock() + timeout
+    while True:
+        fs = describe_file_system(client, file_system_id)
+        if fs is None or fs.get("Lifecycle") not in BUSY:
+            return fs
+        if clock() >= deadline:
+            raise TrainiumFsxError(
+                message=f"Timed out after {timeout} s waiting for FSx file system {file_system_id} to finish {fs['Lifecycle']} "
+                        "before deleting it (AWS refuses to delete a file system that is being created or updated)"
+            )
+        sleep(delay)
 
 
 def wait_for(client, file_system_id, timeout, delay=5, gone=False, clock=time.monotonic, sleep=time.sleep):

@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import binascii
 import copy
+import re
 
 from ansible_collections.amazon.aws.plugins.module_utils.botocore import is_boto3_error_code
 from ansible_collections.amazon.aws.plugins.module_utils.errors import AWSErrorHandler
@@ -29,6 +30,7 @@ from ansible_collections.amazon.aws.plugins.module_utils.retries import AWSRetry
 DEFAULT_ROOT_DEVICE = "/dev/xvda"
 TAGGED_RESOURCE_TYPES = ("instance", "volume", "network-interface")
 MAX_USER_DATA_BYTES = 16 * 1024
+INSTANCE_TYPE_PATTERN = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9-]+$")
 
 # option: (minimum, maximum, what it is)
 RANGES = {
@@ -80,6 +82,9 @@ def validation_errors(params):
         for group in params["security_group_ids"]:
             if not str(group).startswith("sg-"):
                 errors.append(f"security_group_ids: got {group!r}; allowed: security group IDs that start with 'sg-'")
+    instance_type = params.get("instance_type")
+    if instance_type and not INSTANCE_TYPE_PATTERN.match(str(instance_type)):
+        errors.append(f"instance_type: got {instance_type!r}; allowed: an EC2 instance type such as 'trn1.32xlarge', or no value for none")
     image_id = params.get("image_id")
     if image_id and not str(image_id).startswith("ami-"):
         errors.append(f"image_id: got {image_id!r}; allowed: an AMI ID that starts with 'ami-', or no value for none")
@@ -127,6 +132,8 @@ def build_launch_template_data(params, root_device_name=None):
             "HttpEndpoint": "enabled",
         },
     }
+    if params.get("instance_type"):
+        data["InstanceType"] = params["instance_type"]
     if params.get("image_id"):
         data["ImageId"] = params["image_id"]
     if params.get("user_data"):

@@ -46,6 +46,8 @@ KUBERNETES_TAINT_EFFECTS = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUT
 TAINT_EFFECT_CHOICES = TAINT_EFFECTS + tuple(KUBERNETES_TAINT_EFFECTS)
 
 BUSY_STATES = ("CREATING", "UPDATING", "DELETING")
+# States in which EKS refuses DeleteNodegroup (ResourceInUseException).
+SETTLING_STATES = ("CREATING", "UPDATING")
 FAILED_STATES = ("CREATE_FAILED", "DEGRADED", "DELETE_FAILED")
 
 
@@ -441,11 +443,39 @@ def untag_nodegroup(client, arn, keys):
     client.untag_resource(resourceArn=arn, tagKeys=keys)
 
 
+def in_use_retries(timeout, max_delay=30):
+    """How many ResourceInUseException retries fit in ``timeout`` seconds (each backoff sleeps at most ``max_delay``)."""
+    if timeout is None:
+        return 10
+    return max(1, int(timeout) // max_delay)
+
+
 @NodegroupErrorHandler.deletion_error_handler("delete the node group")
-@AWSRetry.jittered_backoff()
-def delete_nodegroup(client, cluster_name, name):
-    client.delete_nodegroup(clusterName=cluster_name, nodegroupName=name)
+def delete_nodegroup(client, cluster_name, name, timeout=None):
+    """DeleteNodegroup; ResourceInUseException (node group still CREATING/UPDATING) is retried with backoff within ``timeout`` seconds."""
+    retry = AWSRetry.jittered_backoff(retries=in_use_retries(timeout), delay=5, max_delay=30, catch_extra_error_codes=["ResourceInUseException"])
+    retry(lambda: client.delete_nodegroup(clusterName=cluster_name, nodegroupName=name))()
     return True
+
+
+def wait_until_settled(client, cluster_name, name, timeout, delay=15, sleep=time.sleep, clock=time.monotonic):
+    """Poll while the node group is CREATING or UPDATING (EKS refuses to delete it then).
+
+    Returns the last description, None when it is gone; any other status
+    (ACTIVE, CREATE_FAILED, DEGRADED, DELETING...) ends the wait. Raises
+    TrainiumNodegroupError when ``timeout`` passes first.
+    """
+    deadline = clock() + timeout
+    while True:
+        nodegroup = describe_nodegroup(client, cluster_name, name)
+        if nodegroup is None or nodegroup.get("status") not in SETTLING_STATES:
+            return nodegroup
+        if clock() >= deadline:
+            raise TrainiumNodegroupError(
+                message=f"timed out after {timeout}s waiting for node group {name} of cluster {cluster_name} to finish {nodegroup['status']} "
+                        "before deleting it (EKS refuses to delete a node group that is being created or updated)"
+            )
+        sleep(delay)
 
 
 def wait_for_nodegroup(client, cluster_name, name, gone=False, timeout=1200, delay=15, sleep=time.sleep, clock=time.monotonic):

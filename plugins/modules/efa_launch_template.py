@@ -15,7 +15,7 @@ description:
     EFA-capable) nodes of an EKS managed node group.
   - The template holds one Elastic Fabric Adapter interface per network card
     (card 0 device index 0, every other card device index 1, interface type
-    C(efa)), which M(amazon.aws.ec2_launch_template) cannot express; IMDSv2
+    C(efa)), which M(amazon.aws.ec2_launch_template) cannot express; the instance type; IMDSv2
     required with a hop limit; an encrypted gp3 root volume; optionally an AMI,
     user data, a placement group and a capacity reservation or Capacity Block.
   - The desired launch template data is compared with the data of the
@@ -55,6 +55,13 @@ options:
     type: list
     elements: str
     default: []
+  instance_type:
+    description:
+      - Instance type of the nodes (C(InstanceType) of the launch template data),
+        for example C(trn1.32xlarge). A managed node group whose launch template
+        has no instance type and that lists no C(instanceTypes) launches C(t3.medium).
+      - Unset leaves the instance type to the node group.
+    type: str
   image_id:
     description:
       - AMI of the nodes. Leave it unset when the node group picks the AMI
@@ -122,6 +129,7 @@ EXAMPLES = r"""
 - name: Launch template for trn1.32xlarge nodes (8 EFA interfaces)
   trainium.eks.efa_launch_template:
     name: trn-rehearsal-trn1
+    instance_type: trn1.32xlarge
     efa_interfaces: 8
     security_group_ids: [sg-0123456789abcdef0]
     root_volume_size: 500
@@ -134,6 +142,7 @@ EXAMPLES = r"""
 - name: Launch template for trn2.48xlarge nodes on a Capacity Block
   trainium.eks.efa_launch_template:
     name: trn-prod-trn2
+    instance_type: trn2.48xlarge
     efa_interfaces: 16
     security_group_ids: [sg-0123456789abcdef0]
     capacity_reservation_id: cr-0123456789abcdef0
@@ -208,6 +217,7 @@ def main():
         state=dict(type="str", default="present", choices=["present", "absent"]),
         efa_interfaces=dict(type="int"),
         security_group_ids=dict(type="list", elements="str", default=[]),
+        instance_type=dict(type="str"),
         image_id=dict(type="str"),
         user_data=dict(type="str"),
         root_volume_size=dict(type="int", default=500),

@@ -35,6 +35,12 @@ options:
     description:
       - V(present) creates or updates the cluster; V(absent) deletes it (and its
         OIDC provider when O(oidc_provider=true)). Deleting a cluster that does not exist is not an error.
+      - EKS refuses to delete a cluster that is C(CREATING) or C(UPDATING) (a run interrupted
+        during creation). With V(absent) the module first waits, whatever O(wait) says and for at
+        most O(wait_timeout), until the cluster leaves those states, and retries a delete refused
+        with C(ResourceInUseException) with backoff within the same bound.
+      - A create refused because the new cluster role cannot be assumed yet (IAM propagation,
+        C(InvalidParameterException)) is tried again a few times with backoff.
     type: str
     choices: [present, absent]
     default: present
@@ -116,6 +122,9 @@ options:
   wait:
     description:
       - Wait until the cluster is C(ACTIVE) (after a create or an update) or gone (after a delete).
+      - With O(state=absent) the wait before the delete, for a cluster that is C(CREATING) or
+        C(UPDATING), always happens; this option only decides whether to wait afterwards until
+        the cluster is gone.
       - Updates that follow each other always wait for the previous one, as EKS runs one at a time.
     type: bool
     default: false
@@ -270,6 +279,8 @@ diff:
   type: dict
 """
 
+import time
+
 from ansible_collections.amazon.aws.plugins.module_utils.modules import AnsibleAWSModule
 
 from ansible_collections.trainium.eks.plugins.module_utils import trainium_eks as eks
@@ -328,7 +339,8 @@ def present(module, client, iam):
             eks.wait_for_cluster(client, name, "cluster_active", timeout)
     else:
         if cluster.get("status") in ("DELETING", "FAILED"):
-            module.fail_json(msg=f"EKS cluster {name} is {cluster['status']}; delete it (state=absent) and run again")
+            module.fail_json(msg=f"EKS cluster {name} is {cluster['status']}; delete it (state=absent) and run again",
+                             cluster=eks.describe_result(cluster))
         try:
             plan = eks.plan_update(cluster, params, params["purge_tags"])
         except eks.EksConfigError as e:
@@ -413,7 +425,13 @@ def absent(module, client, iam):
     if cluster is not None and cluster.get("status") != "DELETING":
         updates.append("delete")
         if not module.check_mode:
-            eks.delete_cluster(client, name)
+            deadline = time.monotonic() + params["wait_timeout"]
+            if cluster.get("status") in eks.BUSY_STATES:
+                # EKS refuses DeleteCluster while the cluster is CREATING/UPDATING (a run
+                # interrupted during creation): wait that out whatever wait says.
+                cluster = eks.wait_until_settled(client, name, params["wait_timeout"]) or {"status": "DELETING"}
+            if cluster.get("status") != "DELETING":
+                eks.delete_cluster(client, name, timeout=max(0, deadline - time.monotonic()))
     exists = cluster is not None
     if exists and not module.check_mode:
         if params["wait"]:

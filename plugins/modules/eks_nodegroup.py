@@ -44,6 +44,10 @@ options:
   state:
     description:
       - V(present) creates or updates the node group, V(absent) deletes it.
+      - EKS refuses to delete a node group that is C(CREATING) or C(UPDATING) (a run interrupted
+        during creation). With V(absent) the module first waits, whatever O(wait) says and for at
+        most O(wait_timeout) in all, until each node group leaves those states, and retries a delete
+        refused with C(ResourceInUseException) with backoff within the same bound.
     type: str
     choices: [present, absent]
     default: present
@@ -175,6 +179,8 @@ options:
     description:
       - Wait until the node group is V(ACTIVE) (or gone with O(state=absent)).
         A node group that goes V(CREATE_FAILED) or V(DEGRADED) fails the task with its health issues.
+      - With O(state=absent) the wait before the delete, for a node group that is C(CREATING) or
+        C(UPDATING), always happens; this option only decides whether to wait afterwards until it is gone.
     type: bool
     default: false
   wait_timeout:
@@ -349,6 +355,8 @@ diff:
   type: dict
 """
 
+import time
+
 from ansible_collections.amazon.aws.plugins.module_utils.modules import AnsibleAWSModule
 
 from ansible_collections.trainium.eks.plugins.module_utils import trainium_nodegroup as ng
@@ -374,9 +382,16 @@ def _absent(module, client):
         targets.append(current)
         before[candidate] = ng.summarize(current)
     if not module.check_mode:
+        deadline = time.monotonic() + params["wait_timeout"]
         for current in targets:
-            if current.get("status") != "DELETING":
-                ng.delete_nodegroup(client, cluster, current["nodegroupName"])
+            status = current.get("status")
+            if status in ng.SETTLING_STATES:
+                # EKS refuses DeleteNodegroup while it is CREATING/UPDATING (a run interrupted
+                # during creation): wait that out whatever wait says.
+                settled = ng.wait_until_settled(client, cluster, current["nodegroupName"], max(1, deadline - time.monotonic()))
+                status = settled.get("status") if settled else "DELETING"
+            if status != "DELETING":
+                ng.delete_nodegroup(client, cluster, current["nodegroupName"], timeout=max(0, deadline - time.monotonic()))
         if params["wait"]:
             for current in targets:
                 ng.wait_for_nodegroup(client, cluster, current["nodegroupName"], gone=True, timeout=params["wait_timeout"])

@@ -24,6 +24,10 @@ description:
     reports.
   - With O(state=absent) it deletes the file system with that name (without a final backup)
     and, with O(wait=true), waits until it is gone. A missing file system is not an error.
+    AWS refuses to delete a file system that is C(CREATING) or C(UPDATING) (a run interrupted
+    during creation), so the module first waits, whatever O(wait) says and for at most
+    O(wait_timeout), until it leaves those states, and retries a delete refused as busy with
+    backoff within the same bound.
   - Check mode reports what would be created, updated or deleted without calling any
     mutating API; with C(--diff) it returns the file system before and after.
 author:
@@ -134,11 +138,15 @@ options:
     description:
       - Wait until a new or updated file system is C(AVAILABLE) (5 to 15 minutes on AWS for
         a new one), or until a deleted one is gone.
+      - With O(state=absent) the wait before the delete, for a file system that is C(CREATING)
+        or C(UPDATING), always happens (bounded by O(wait_timeout)); this option only decides
+        whether to wait afterwards until the file system is gone.
     type: bool
     default: false
   wait_timeout:
     description:
-      - How long to wait, in seconds.
+      - How long to wait, in seconds, for each wait (also the bound of the wait and retries
+        before a delete).
     type: int
     default: 1800
 notes:
@@ -308,6 +316,8 @@ diff:
   type: dict
 """
 
+import time
+
 from ansible_collections.amazon.aws.plugins.module_utils.modules import AnsibleAWSModule
 
 from ansible_collections.trainium.eks.plugins.module_utils import trainium_fsx as fsx
@@ -448,10 +458,17 @@ class FsxLustre:
         if self.module.check_mode:
             self.exit(current)
         fs_id = current["FileSystemId"]
-        if self.params["wait"] and current.get("Lifecycle") in fsx.BUSY:
-            # AWS refuses to delete a file system that is being created or updated.
-            fsx.wait_for(self.client, fs_id, self.params["wait_timeout"])
-        fsx.delete_file_system(self.client, current)
+        timeout = self.params["wait_timeout"]
+        deadline = time.monotonic() + timeout
+        if current.get("Lifecycle") in fsx.BUSY:
+            # AWS refuses to delete a file system that is being created or updated:
+            # wait that out whatever wait says (a run interrupted during creation).
+            settled = fsx.wait_until_settled(self.client, fs_id, timeout)
+            if settled is None:
+                self.exit(dict(current, Lifecycle=fsx.DELETING))
+            current = settled
+        if current.get("Lifecycle") != fsx.DELETING:
+            fsx.delete_file_system(self.client, current, timeout=max(0, deadline - time.monotonic()))
         gone = dict(current, Lifecycle=fsx.DELETING)
         if self.params["wait"]:
             for fs in [current] + deleting:

@@ -23,6 +23,7 @@ def params(**changes):
     base = {
         "name": "trn-rehearsal-trn1",
         "state": "present",
+        "instance_type": "trn1.32xlarge",
         "efa_interfaces": 8,
         "security_group_ids": [SG, CLUSTER_SG],
         "image_id": "ami-0123456789abcdef0",
@@ -97,6 +98,11 @@ def test_capacity_block_targets_the_reservation():
     assert data["InstanceMarketOptions"] == {"MarketType": "capacity-block"}
 
 
+def test_instance_type_is_in_the_data_only_when_given():
+    assert lt.build_launch_template_data(params())["InstanceType"] == "trn1.32xlarge"
+    assert "InstanceType" not in lt.build_launch_template_data(params(instance_type=None))
+
+
 # ---------------------------------------------------------------- compare
 
 
@@ -120,6 +126,8 @@ def test_no_template_means_create():
 @pytest.mark.parametrize("change", [
     {"user_data": "MIME-Version: 1.0\n--//\nother\n--//--\n"},
     {"efa_interfaces": 16},
+    {"instance_type": "trn1n.32xlarge"},
+    {"instance_type": None},
     {"root_volume_size": 800},
     {"metadata_hop_limit": 1},
     {"security_group_ids": [SG]},
@@ -166,6 +174,7 @@ def test_valid_params_have_no_errors():
     ({"metadata_hop_limit": 0}, "metadata_hop_limit: got 0; allowed: an integer from 1 to 64"),
     ({"security_group_ids": []}, "security_group_ids: got an empty list; allowed: one or more security group IDs"),
     ({"security_group_ids": ["nodes"]}, "security_group_ids: got 'nodes'; allowed: security group IDs that start with 'sg-'"),
+    ({"instance_type": "trn1-32xlarge"}, "instance_type: got 'trn1-32xlarge'; allowed: an EC2 instance type"),
     ({"image_id": "al2023"}, "image_id: got 'al2023'; allowed: an AMI ID that starts with 'ami-'"),
     ({"capacity_block": True}, "capacity_block: got true without capacity_reservation_id"),
     ({"capacity_reservation_id": "res-1"}, "capacity_reservation_id: got 'res-1'; allowed: a capacity reservation ID"),

@@ -131,3 +131,25 @@ def test_present_needs_efa_interfaces(capsys, stubbed):
     rc, result = _run(capsys, dict(CONNECTION, name=NAME, security_group_ids=[SG]))
     assert rc == 1
     assert "efa_interfaces" in result["msg"]
+
+
+def test_instance_type_added_to_an_existing_template_makes_a_new_default_version(capsys, stubbed):
+    without = lt.build_launch_template_data(dict(_args(), root_volume_size=500, metadata_hop_limit=2))
+    wanted = dict(without, InstanceType="trn1.32xlarge")
+    stubbed["plan"] = [
+        ("describe_launch_templates", {"LaunchTemplates": [TEMPLATE]}, {"LaunchTemplateNames": [NAME]}),
+        ("describe_launch_template_versions", {"LaunchTemplateVersions": [{"LaunchTemplateData": without}]},
+         {"LaunchTemplateId": "lt-0123456789abcdef0", "Versions": ["$Default"]}),
+        ("create_launch_template_version", {"LaunchTemplateVersion": {"VersionNumber": 2}},
+         {"LaunchTemplateId": "lt-0123456789abcdef0", "LaunchTemplateData": wanted}),
+        ("modify_launch_template", {"LaunchTemplate": dict(TEMPLATE, DefaultVersionNumber=2, LatestVersionNumber=2)},
+         {"LaunchTemplateId": "lt-0123456789abcdef0", "DefaultVersion": "2"}),
+        ("describe_launch_templates", {"LaunchTemplates": [dict(TEMPLATE, DefaultVersionNumber=2, LatestVersionNumber=2)]},
+         {"LaunchTemplateNames": [NAME]}),
+    ]
+    rc, result = _run(capsys, _args(instance_type="trn1.32xlarge", _ansible_diff=True))
+    assert rc == 0, result
+    assert result["changed"] is True
+    assert result["launch_template"]["default_version"] == 2
+    assert "InstanceType" not in result["diff"]["before"]
+    assert result["diff"]["after"]["InstanceType"] == "trn1.32xlarge"
