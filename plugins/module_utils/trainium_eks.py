@@ -430,10 +430,10 @@ def untag_cluster(client, arn, keys):
 
 
 def in_use_retries(timeout, max_delay=30):
-    """How many ResourceInUseException retries fit in ``timeout`` seconds (each backoff sleeps at most ``max_delay``)."""
+    """AWSRetry ``retries`` (attempts in all) whose backoff sleeps, each at most ``max_delay``, fit in ``timeout`` seconds."""
     if timeout is None:
         return 10
-    return max(1, int(timeout) // max_delay)
+    return 1 + max(0, int(timeout)) // max_delay
 
 
 @EksErrorHandler.deletion_error_handler("delete EKS cluster")
@@ -444,13 +444,15 @@ def delete_cluster(client, name, timeout=None):
     return True
 
 
-def wait_until_settled(client, name, timeout, delay=15, clock=time.monotonic, sleep=time.sleep):
+def wait_until_settled(client, name, timeout, delay=15, clock=None, sleep=None):
     """Poll while the cluster is CREATING or UPDATING (EKS refuses to delete it then).
 
     Returns the last description, None when the cluster is gone; any other
     status (ACTIVE, FAILED, DELETING...) ends the wait. Raises
     EksClusterError when ``timeout`` passes first.
     """
+    clock = clock or time.monotonic
+    sleep = sleep or time.sleep
     deadline = clock() + timeout
     while True:
         cluster = describe_cluster(client, name)

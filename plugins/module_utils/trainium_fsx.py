@@ -483,8 +483,10 @@ def is_busy_error(error):
     return code in ("BadRequest", "BadRequestException") and bool(_BUSY_MESSAGE.search(details.get("Message") or ""))
 
 
-def retry_while_busy(call, timeout, delay=5, max_delay=30, clock=time.monotonic, sleep=time.sleep):
+def retry_while_busy(call, timeout, delay=5, max_delay=30, clock=None, sleep=None):
     """Run ``call`` again, with exponential backoff, while it fails with ``is_busy_error``, for at most ``timeout`` seconds."""
+    clock = clock or time.monotonic
+    sleep = sleep or time.sleep
     deadline = clock() + timeout
     while True:
         try:
@@ -498,20 +500,22 @@ def retry_while_busy(call, timeout, delay=5, max_delay=30, clock=time.monotonic,
 
 
 @FsxErrorHandler.deletion_error_handler("delete the FSx for Lustre file system")
-def delete_file_system(client, fs, timeout=0, clock=time.monotonic, sleep=time.sleep):
+def delete_file_system(client, fs, timeout=0, clock=None, sleep=None):
     """DeleteFileSystem; a refusal because the file system is busy is retried for ``timeout`` seconds."""
     request = delete_request(fs)
     retry_while_busy(AWSRetry.jittered_backoff()(lambda: client.delete_file_system(**request)), timeout, clock=clock, sleep=sleep)
     return True
 
 
-def wait_until_settled(client, file_system_id, timeout, delay=15, clock=time.monotonic, sleep=time.sleep):
+def wait_until_settled(client, file_system_id, timeout, delay=15, clock=None, sleep=None):
     """Poll while the file system is CREATING or UPDATING (AWS refuses to delete it then).
 
     Returns the last DescribeFileSystems entry, None when it is gone. Any
     other lifecycle (AVAILABLE, FAILED, MISCONFIGURED, DELETING...) ends the
     wait. Raises TrainiumFsxError when ``timeout`` passes first.
     """
+    clock = clock or time.monotonic
+    sleep = sleep or time.sleep
     deadline = clock() + timeout
     while True:
         fs = describe_file_system(client, file_system_id)

@@ -444,10 +444,10 @@ def untag_nodegroup(client, arn, keys):
 
 
 def in_use_retries(timeout, max_delay=30):
-    """How many ResourceInUseException retries fit in ``timeout`` seconds (each backoff sleeps at most ``max_delay``)."""
+    """AWSRetry ``retries`` (attempts in all) whose backoff sleeps, each at most ``max_delay``, fit in ``timeout`` seconds."""
     if timeout is None:
         return 10
-    return max(1, int(timeout) // max_delay)
+    return 1 + max(0, int(timeout)) // max_delay
 
 
 @NodegroupErrorHandler.deletion_error_handler("delete the node group")
@@ -458,13 +458,15 @@ def delete_nodegroup(client, cluster_name, name, timeout=None):
     return True
 
 
-def wait_until_settled(client, cluster_name, name, timeout, delay=15, sleep=time.sleep, clock=time.monotonic):
+def wait_until_settled(client, cluster_name, name, timeout, delay=15, sleep=None, clock=None):
     """Poll while the node group is CREATING or UPDATING (EKS refuses to delete it then).
 
     Returns the last description, None when it is gone; any other status
     (ACTIVE, CREATE_FAILED, DEGRADED, DELETING...) ends the wait. Raises
     TrainiumNodegroupError when ``timeout`` passes first.
     """
+    clock = clock or time.monotonic
+    sleep = sleep or time.sleep
     deadline = clock() + timeout
     while True:
         nodegroup = describe_nodegroup(client, cluster_name, name)

@@ -7,11 +7,13 @@
 from __future__ import annotations
 
 import copy
+import types
 
 import boto3
 import pytest
 from botocore.stub import Stubber
 
+from ansible_collections.amazon.aws.plugins.module_utils import cloud
 from ansible_collections.trainium.eks.plugins.module_utils import trainium_eks as eks
 
 ARN = "arn:aws:eks:us-west-2:123456789012:cluster/trn-rehearsal"
@@ -308,3 +310,113 @@ def test_oidc_provider_requests_and_lookup_by_tag():
         assert eks.create_oidc_provider(iam, ISSUER, {"trainium.eks/cluster": "trn-rehearsal", "ManagedBy": "trainium.eks"}) == own
         assert eks.oidc_provider_arns_of_cluster(iam, "trn-rehearsal") == [own]
     stub.assert_no_pending_responses()
+
+
+# --- teardown of a cluster still being created; IAM propagation on create ----
+
+
+@pytest.fixture
+def backoff_sleeps(monkeypatch):
+    recorded = []
+    monkeypatch.setattr(cloud, "time", types.SimpleNamespace(sleep=recorded.append))
+    return recorded
+
+
+def test_creating_cluster_is_polled_until_active_then_deleted(backoff_sleeps):
+    client, stub = stubbed("eks")
+    for status in ("CREATING", "CREATING", "ACTIVE"):
+        stub.add_response("describe_cluster", {"cluster": {"name": "trn-rehearsal", "status": status}}, {"name": "trn-rehearsal"})
+    stub.add_response("delete_cluster", {"cluster": {"name": "trn-rehearsal", "status": "DELETING"}}, {"name": "trn-rehearsal"})
+    slept = []
+    with stub:
+        assert eks.wait_until_settled(client, "trn-rehearsal", 600, delay=15, clock=lambda: 0, sleep=slept.append)["status"] == "ACTIVE"
+        assert eks.delete_cluster(client, "trn-rehearsal", timeout=600) is True
+    stub.assert_no_pending_responses()
+    assert slept == [15, 15] and backoff_sleeps == []
+
+
+@pytest.mark.parametrize("status", ["ACTIVE", "FAILED", "DELETING"])
+def test_settled_cluster_states_end_the_wait_at_once(status):
+    client, stub = stubbed("eks")
+    stub.add_response("describe_cluster", {"cluster": {"name": "c", "status": status}}, {"name": "c"})
+    with stub:
+        assert eks.wait_until_settled(client, "c", 600, clock=lambda: 0, sleep=pytest.fail)["status"] == status
+
+
+def test_cluster_gone_while_waiting_is_none():
+    client, stub = stubbed("eks")
+    stub.add_response("describe_cluster", {"cluster": {"name": "c", "status": "CREATING"}}, {"name": "c"})
+    stub.add_client_error("describe_cluster", "ResourceNotFoundException", expected_params={"name": "c"})
+    with stub:
+        assert eks.wait_until_settled(client, "c", 600, clock=lambda: 0, sleep=lambda _s: None) is None
+
+
+def test_wait_until_settled_times_out_naming_the_state():
+    client, stub = stubbed("eks")
+    stub.add_response("describe_cluster", {"cluster": {"name": "c", "status": "UPDATING"}}, {"name": "c"})
+    times = iter([0, 601])
+    with stub, pytest.raises(eks.EksClusterError, match="finish UPDATING before deleting"):
+        eks.wait_until_settled(client, "c", 600, clock=lambda: next(times), sleep=pytest.fail)
+
+
+def test_delete_cluster_in_use_is_retried_with_backoff(backoff_sleeps):
+    client, stub = stubbed("eks")
+    stub.add_client_error("delete_cluster", "ResourceInUseException", "Cannot delete because cluster c currently has an update in progress",
+                          expected_params={"name": "c"})
+    stub.add_response("delete_cluster", {"cluster": {"name": "c", "status": "DELETING"}}, {"name": "c"})
+    with stub:
+        assert eks.delete_cluster(client, "c", timeout=1200) is True
+    stub.assert_no_pending_responses()
+    assert len(backoff_sleeps) == 1 and 0 <= backoff_sleeps[0] <= 30
+
+
+def test_delete_cluster_in_use_gives_up_within_the_timeout(backoff_sleeps):
+    client, stub = stubbed("eks")
+    for _ in range(2):
+        stub.add_client_error("delete_cluster", "ResourceInUseException", "still CREATING", expected_params={"name": "c"})
+    with stub, pytest.raises(eks.EksClusterError, match="delete EKS cluster"):
+        eks.delete_cluster(client, "c", timeout=45)
+    assert len(backoff_sleeps) == 1
+
+
+ROLE_MESSAGE = "Role with arn: arn:aws:iam::123456789012:role/trn-rehearsal-cluster, cannot be assumed by the EKS service principal"
+
+
+def test_create_cluster_retries_while_the_new_role_cannot_be_assumed():
+    client, stub = stubbed("eks")
+    request = {"name": "c", "roleArn": "arn:aws:iam::123456789012:role/trn-rehearsal-cluster",
+               "resourcesVpcConfig": {"subnetIds": ["subnet-0123456789abcdef0"]}}
+    stub.add_client_error("create_cluster", "InvalidParameterException", ROLE_MESSAGE, expected_params=request)
+    stub.add_client_error("create_cluster", "InvalidParameterException",
+                          "Role with arn: arn:aws:iam::123456789012:role/x, could not be assumed because it does not exist or the trusted entity is not correct",
+                          expected_params=request)
+    stub.add_response("create_cluster", {"cluster": {"name": "c", "status": "CREATING"}}, request)
+    slept = []
+    with stub:
+        assert eks.create_cluster(client, request, sleep=slept.append)["status"] == "CREATING"
+    stub.assert_no_pending_responses()
+    assert slept == [5, 10]
+
+
+def test_create_cluster_gives_up_after_the_attempts():
+    client, stub = stubbed("eks")
+    request = {"name": "c", "roleArn": "arn:aws:iam::123456789012:role/r", "resourcesVpcConfig": {"subnetIds": ["subnet-0123456789abcdef0"]}}
+    for _ in range(3):
+        stub.add_client_error("create_cluster", "InvalidParameterException", ROLE_MESSAGE, expected_params=request)
+    slept = []
+    with stub, pytest.raises(eks.EksClusterError, match="cannot be assumed"):
+        eks.create_cluster(client, request, attempts=3, sleep=slept.append)
+    assert slept == [5, 10]
+
+
+@pytest.mark.parametrize("code, message", [
+    ("InvalidParameterException", "Subnet subnet-1 does not exist"),
+    ("InvalidParameterException", "Kubernetes version 1.10 is unsupported"),
+    ("AccessDeniedException", "Role r cannot be assumed"),
+])
+def test_other_create_errors_are_not_retried(code, message):
+    client, stub = stubbed("eks")
+    request = {"name": "c", "roleArn": "arn:aws:iam::123456789012:role/r", "resourcesVpcConfig": {"subnetIds": ["subnet-0123456789abcdef0"]}}
+    stub.add_client_error("create_cluster", code, message, expected_params=request)
+    with stub, pytest.raises(eks.EksClusterError):
+        eks.create_cluster(client, request, sleep=pytest.fail)

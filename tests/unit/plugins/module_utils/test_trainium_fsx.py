@@ -524,3 +524,65 @@ def test_wait_fails_on_failed_and_on_timeout(client):
         stubber.add_response("describe_file_systems", {"FileSystems": [existing(Lifecycle=lifecycle)]}, {"FileSystemIds": [FS_ID]})
     with pytest.raises(TrainiumFsxError, match=r"Timed out after 10 s waiting for FSx file system .* to become AVAILABLE \(now CREATING\)"):
         fsx.wait_for(conn, FS_ID, 10, delay=5, clock=clock.clock, sleep=clock.sleep)
+
+
+# ------------------------------------ teardown of a file system still being created
+
+
+def test_creating_file_system_is_polled_until_available_then_deleted(client):
+    conn, stubber = client
+    for lifecycle in ("CREATING", "CREATING", "AVAILABLE"):
+        stubber.add_response("describe_file_systems", {"FileSystems": [{"FileSystemId": FS_ID, "Lifecycle": lifecycle}]}, {"FileSystemIds": [FS_ID]})
+    stubber.add_response("delete_file_system", {"FileSystemId": FS_ID, "Lifecycle": "DELETING"}, {"FileSystemId": FS_ID})
+    slept = []
+    fs = fsx.wait_until_settled(conn, FS_ID, 600, delay=15, clock=lambda: 0, sleep=slept.append)
+    assert fs["Lifecycle"] == "AVAILABLE" and slept == [15, 15]
+    assert fsx.delete_file_system(conn, fs, timeout=600, sleep=pytest.fail) is True
+
+
+@pytest.mark.parametrize("lifecycle", ["AVAILABLE", "FAILED", "MISCONFIGURED", "DELETING"])
+def test_settled_lifecycles_end_the_wait_at_once(client, lifecycle):
+    conn, stubber = client
+    stubber.add_response("describe_file_systems", {"FileSystems": [{"FileSystemId": FS_ID, "Lifecycle": lifecycle}]}, {"FileSystemIds": [FS_ID]})
+    assert fsx.wait_until_settled(conn, FS_ID, 600, clock=lambda: 0, sleep=pytest.fail)["Lifecycle"] == lifecycle
+
+
+def test_wait_until_settled_times_out_naming_the_lifecycle(client):
+    conn, stubber = client
+    stubber.add_response("describe_file_systems", {"FileSystems": [{"FileSystemId": FS_ID, "Lifecycle": "UPDATING"}]}, {"FileSystemIds": [FS_ID]})
+    times = iter([0, 601])
+    with pytest.raises(TrainiumFsxError, match="finish UPDATING before deleting"):
+        fsx.wait_until_settled(conn, FS_ID, 600, clock=lambda: next(times), sleep=pytest.fail)
+
+
+@pytest.mark.parametrize("code, message", [
+    ("BadRequest", f"Cannot delete file system {FS_ID} while it is in the CREATING lifecycle state"),
+    ("BadRequest", "File system is UPDATING"),
+    ("ResourceInUseException", "in use"),
+])
+def test_busy_delete_is_retried_with_backoff(client, code, message):
+    conn, stubber = client
+    stubber.add_client_error("delete_file_system", code, message, expected_params={"FileSystemId": FS_ID})
+    stubber.add_client_error("delete_file_system", code, message, expected_params={"FileSystemId": FS_ID})
+    stubber.add_response("delete_file_system", {"FileSystemId": FS_ID, "Lifecycle": "DELETING"}, {"FileSystemId": FS_ID})
+    slept = []
+    assert fsx.delete_file_system(conn, {"FileSystemId": FS_ID}, timeout=600, clock=lambda: 0, sleep=slept.append) is True
+    assert slept == [5, 10]
+
+
+def test_busy_delete_retries_stop_at_the_timeout(client):
+    conn, stubber = client
+    for _ in range(2):
+        stubber.add_client_error("delete_file_system", "BadRequest", "still CREATING", expected_params={"FileSystemId": FS_ID})
+    times = iter([0, 1, 8])
+    slept = []
+    with pytest.raises(TrainiumFsxError, match="delete the FSx for Lustre file system"):
+        fsx.delete_file_system(conn, {"FileSystemId": FS_ID}, timeout=7, clock=lambda: next(times), sleep=slept.append)
+    assert slept == [5]
+
+
+def test_other_bad_requests_are_not_retried(client):
+    conn, stubber = client
+    stubber.add_client_error("delete_file_system", "BadRequest", "Backups are not supported", expected_params={"FileSystemId": FS_ID})
+    with pytest.raises(TrainiumFsxError, match="Backups are not supported"):
+        fsx.delete_file_system(conn, {"FileSystemId": FS_ID}, timeout=600, clock=lambda: 0, sleep=pytest.fail)

@@ -337,3 +337,53 @@ def test_wait_gone_and_timeout(eks):
     with pytest.raises(ng.TrainiumNodegroupError) as raised:
         ng.wait_for_nodegroup(client, "c", "n", timeout=60, sleep=lambda s: None, clock=lambda: next(ticks))
     assert "timed out after 60s" in raised.value.message and "status CREATING" in raised.value.message
+
+
+# ------------------------------------------- teardown of a node group still being created
+
+
+def test_creating_node_group_is_polled_until_active_then_deleted(eks):
+    client, stubber = eks
+    where = {"clusterName": "trn-rehearsal", "nodegroupName": "trn-rehearsal-trn1"}
+    for status in ("CREATING", "CREATING", "ACTIVE"):
+        stubber.add_response("describe_nodegroup", {"nodegroup": {"nodegroupName": "trn-rehearsal-trn1", "status": status}}, where)
+    stubber.add_response("delete_nodegroup", {"nodegroup": {"nodegroupName": "trn-rehearsal-trn1", "status": "DELETING"}}, where)
+    slept = []
+    settled = ng.wait_until_settled(client, "trn-rehearsal", "trn-rehearsal-trn1", 600, delay=15, sleep=slept.append, clock=lambda: 0)
+    assert settled["status"] == "ACTIVE" and slept == [15, 15]
+    assert ng.delete_nodegroup(client, "trn-rehearsal", "trn-rehearsal-trn1", timeout=600) is True
+
+
+@pytest.mark.parametrize("status", ["ACTIVE", "CREATE_FAILED", "DEGRADED", "DELETING"])
+def test_settled_states_end_the_wait_at_once(eks, status):
+    client, stubber = eks
+    stubber.add_response("describe_nodegroup", {"nodegroup": {"nodegroupName": "n", "status": status}}, {"clusterName": "c", "nodegroupName": "n"})
+    assert ng.wait_until_settled(client, "c", "n", 600, sleep=pytest.fail, clock=lambda: 0)["status"] == status
+
+
+def test_wait_until_settled_times_out_naming_the_state(eks):
+    client, stubber = eks
+    stubber.add_response("describe_nodegroup", {"nodegroup": {"nodegroupName": "n", "status": "UPDATING"}}, {"clusterName": "c", "nodegroupName": "n"})
+    times = iter([0, 601])
+    with pytest.raises(ng.TrainiumNodegroupError, match="finish UPDATING before deleting"):
+        ng.wait_until_settled(client, "c", "n", 600, sleep=pytest.fail, clock=lambda: next(times))
+
+
+def test_delete_in_use_is_retried_with_backoff(eks, sleeps):
+    client, stubber = eks
+    where = {"clusterName": "c", "nodegroupName": "n"}
+    stubber.add_client_error("delete_nodegroup", "ResourceInUseException", "Nodegroup n is currently in CREATING state", expected_params=where)
+    stubber.add_client_error("delete_nodegroup", "ResourceInUseException", "Nodegroup n is currently in CREATING state", expected_params=where)
+    stubber.add_response("delete_nodegroup", {"nodegroup": {"nodegroupName": "n", "status": "DELETING"}}, where)
+    assert ng.delete_nodegroup(client, "c", "n", timeout=300) is True
+    assert len(sleeps) == 2 and all(0 <= s <= 30 for s in sleeps)
+
+
+def test_delete_in_use_retries_are_bounded_by_the_timeout(eks, sleeps):
+    client, stubber = eks
+    for _ in range(2):
+        stubber.add_client_error("delete_nodegroup", "ResourceInUseException", "still CREATING", expected_params={"clusterName": "c", "nodegroupName": "n"})
+    with pytest.raises(ng.TrainiumNodegroupError, match="delete the node group"):
+        ng.delete_nodegroup(client, "c", "n", timeout=30)
+    assert len(sleeps) == 1
+    assert ng.in_use_retries(1200) == 41 and ng.in_use_retries(5) == 1

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import types
 
 import boto3
 import pytest
@@ -15,6 +16,7 @@ from botocore.stub import ANY
 from botocore.stub import Stubber
 
 from ansible.module_utils import basic
+from ansible_collections.amazon.aws.plugins.module_utils import cloud
 from ansible_collections.amazon.aws.plugins.module_utils.modules import AnsibleAWSModule
 from ansible_collections.trainium.eks.plugins.module_utils import trainium_eks as eks
 from ansible_collections.trainium.eks.plugins.modules import eks_cluster
@@ -217,3 +219,29 @@ def test_absent_on_an_empty_account_changes_nothing(capsys, aws):
     aws["iam"].add_response("list_open_id_connect_providers", {"OpenIDConnectProviderList": []}, {})
     result = run(capsys, dict(CONNECTION, name="trn-rehearsal", state="absent"), check_mode=True)
     assert result["changed"] is False and result["exists"] is False and result["cluster"] == {}
+
+
+def test_absent_waits_out_creating_without_wait_then_retries_in_use_delete(capsys, aws, monkeypatch):
+    """A run interrupted during creation: teardown (wait=false) polls CREATING until ACTIVE, then deletes (in-use refusal retried)."""
+    slept = []
+    monkeypatch.setattr("time.sleep", slept.append)
+    monkeypatch.setattr(cloud, "time", types.SimpleNamespace(sleep=slept.append))
+    aws["eks"].add_response("describe_cluster", {"cluster": cluster(status="CREATING")}, {"name": "trn-rehearsal"})
+    aws["iam"].add_response("list_open_id_connect_providers", {"OpenIDConnectProviderList": []}, {})
+    aws["eks"].add_response("describe_cluster", {"cluster": cluster(status="CREATING")}, {"name": "trn-rehearsal"})
+    aws["eks"].add_response("describe_cluster", {"cluster": cluster(status="ACTIVE")}, {"name": "trn-rehearsal"})
+    aws["eks"].add_client_error("delete_cluster", "ResourceInUseException", "Cluster trn-rehearsal is in CREATING state",
+                                expected_params={"name": "trn-rehearsal"})
+    aws["eks"].add_response("delete_cluster", {"cluster": cluster(status="DELETING")}, {"name": "trn-rehearsal"})
+    aws["eks"].add_response("describe_cluster", {"cluster": cluster(status="DELETING")}, {"name": "trn-rehearsal"})
+    result = run(capsys, dict(CONNECTION, name="trn-rehearsal", state="absent", wait=False))
+    assert result["changed"] is True and result["updates"] == ["delete"]
+    assert result["cluster"]["status"] == "DELETING"
+    assert slept[0] == 15 and len(slept) == 2
+
+
+def test_present_on_a_failed_cluster_fails_with_its_status(capsys, aws):
+    aws["eks"].add_response("describe_cluster", {"cluster": cluster(status="FAILED")}, {"name": "trn-rehearsal"})
+    result = run(capsys, dict(CONNECTION, name="trn-rehearsal"))
+    assert result["failed"] is True and "is FAILED" in result["msg"]
+    assert result["cluster"]["status"] == "FAILED"

@@ -74,7 +74,7 @@ class FakeEks:
         monkeypatch.setattr(ng, "update_nodegroup_version", lambda client, request: self.record("update_version", request))
         monkeypatch.setattr(ng, "tag_nodegroup", lambda client, arn, tags: self.record("tag", tags))
         monkeypatch.setattr(ng, "untag_nodegroup", lambda client, arn, keys: self.record("untag", keys))
-        monkeypatch.setattr(ng, "delete_nodegroup", lambda client, cluster, name: self.record("delete", name))
+        monkeypatch.setattr(ng, "delete_nodegroup", lambda client, cluster, name, timeout=None: self.record("delete", name))
         monkeypatch.setattr(ng, "wait_for_nodegroup", self.wait)
         return self
 
@@ -203,3 +203,25 @@ def test_absent_by_tag_deletes_only_tagged_groups_and_waits(capsys, monkeypatch)
 def test_match_tags_with_present_is_refused(capsys):
     rc, result = run(capsys, dict(CONNECTION, cluster_name="c", match_tags={"a": "b"}, state="present"))
     assert rc == 1
+
+
+def test_absent_waits_out_creating_without_wait_then_deletes(capsys, monkeypatch):
+    """A run interrupted during creation: teardown (wait=false) polls CREATING until ACTIVE before DeleteNodegroup."""
+    fake = FakeEks(nodegroups={"trn-rehearsal-trn1": dict(EXISTING, status="CREATING")}).install(monkeypatch)
+    statuses = iter(["CREATING", "CREATING", "ACTIVE"])
+
+    def describe(client, cluster, name):
+        fake.calls.append(("describe", name))
+        current = copy.deepcopy(fake.nodegroups.get(name))
+        if current is not None:
+            current["status"] = next(statuses, "ACTIVE")
+        return current
+
+    slept = []
+    monkeypatch.setattr(ng, "describe_nodegroup", describe)
+    monkeypatch.setattr("time.sleep", slept.append)
+    rc, result = run(capsys, dict(CONNECTION, cluster_name="trn-rehearsal", name="trn-rehearsal-trn1", state="absent", wait=False))
+    assert rc == 0 and result["changed"] is True
+    # one describe to find it, two polls of the wait (CREATING, ACTIVE), then the delete
+    assert [c[0] for c in fake.calls] == ["describe", "describe", "describe", "delete"]
+    assert slept == [15]

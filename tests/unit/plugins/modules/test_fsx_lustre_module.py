@@ -107,7 +107,7 @@ def aws(monkeypatch):
         stubber = Stubber(conn)
         for method, answer, expected in holder["plan"][service]:
             if isinstance(answer, tuple):
-                stubber.add_client_error(method, answer[1], "error", 400, expected)
+                stubber.add_client_error(method, answer[1], answer[2] if len(answer) > 2 else "error", 400, expected)
             else:
                 stubber.add_response(method, answer, expected)
         stubber.activate()
@@ -321,3 +321,43 @@ def test_aws_error_fails_with_its_code(capsys, aws):
     assert rc == 1
     assert result["msg"].startswith("Failed to describe FSx file systems")
     assert result["error"]["code"] == "AccessDenied"
+
+
+def test_absent_waits_out_creating_without_wait_then_deletes(capsys, aws):
+    """A run interrupted during creation: the teardown (wait=false) polls CREATING until AVAILABLE, then deletes."""
+    delete = {"FileSystemId": FS_ID, "LustreConfiguration": {"SkipFinalBackup": True}}
+    aws["plan"]["fsx"] = [
+        _list(existing(Lifecycle="CREATING")),
+        _one(existing(Lifecycle="CREATING")),
+        _one(existing(Lifecycle="AVAILABLE")),
+        ("delete_file_system", ("error", "BadRequest", f"Cannot delete file system {FS_ID} while it is in the CREATING lifecycle state"), delete),
+        ("delete_file_system", {"FileSystemId": FS_ID, "Lifecycle": "DELETING"}, delete),
+    ]
+    aws["plan"]["ec2"] = [ENIS]
+    rc, result = _run(capsys, dict(CONNECTION, name=NAME, state="absent", wait=False))
+    assert rc == 0, result
+    assert result["changed"] is True
+    assert result["file_system"]["lifecycle"] == "DELETING"
+
+
+def test_absent_of_a_failed_file_system_deletes_it_without_waiting(capsys, aws):
+    aws["plan"]["fsx"] = [
+        _list(existing(Lifecycle="FAILED")),
+        ("delete_file_system", {"FileSystemId": FS_ID, "Lifecycle": "DELETING"}, {"FileSystemId": FS_ID, "LustreConfiguration": {"SkipFinalBackup": True}}),
+    ]
+    aws["plan"]["ec2"] = [ENIS]
+    rc, result = _run(capsys, dict(CONNECTION, name=NAME, state="absent"))
+    assert rc == 0, result
+    assert result["changed"] is True
+
+
+def test_absent_other_delete_errors_are_not_retried(capsys, aws):
+    delete = {"FileSystemId": FS_ID, "LustreConfiguration": {"SkipFinalBackup": True}}
+    aws["plan"]["fsx"] = [
+        _list(existing()),
+        ("delete_file_system", ("error", "BadRequest", "Backups are not supported for this file system"), delete),
+    ]
+    aws["plan"]["ec2"] = [ENIS]
+    rc, result = _run(capsys, dict(CONNECTION, name=NAME, state="absent"))
+    assert rc == 1
+    assert "Backups are not supported" in result["msg"]
