@@ -68,9 +68,19 @@ def two_pools():
     return {
         "trainium_node_pools": [
             {"name": "trn1", "instance_type": "trn1.32xlarge", "count": 2, "root_volume_size_gib": 500},
-            {"name": "trn1n", "instance_type": "trn1n.32xlarge", "count": 1, "root_volume_size_gib": 800},
+            {"name": "trn1n", "instance_type": "trn1n.32xlarge", "count": 1, "root_volume_size_gib": 800,
+             "labels": {"team": "ml"},
+             "taints": [{"key": "aws.amazon.com/neuron", "value": "true", "effect": "NoSchedule"},
+                        {"key": "dedicated", "effect": "NoExecute"}]},
         ],
     }
+
+
+def kubelet_flags(user_data):
+    """The flags under spec.kubelet.flags of the NodeConfig part, as {flag: value}."""
+    text = base64.b64decode(user_data).decode()
+    flags = re.findall(r'^      - "(--[a-z-]+)=(.*)"$', text, flags=re.M)
+    return dict(flags)
 
 
 def default_data(ec2, name):
@@ -91,9 +101,10 @@ def test_efa_templates_per_pool_then_unchanged_then_absent(aws, network, run_pla
 
     groups = security_groups(ec2)
     nodes, lustre = groups[f"{CLUSTER}-nodes"], groups[f"{CLUSTER}-lustre"]
-    for pool, count, size in (("trn1", 8, 500), ("trn1n", 16, 800)):
+    for pool, instance_type, count, size in (("trn1", "trn1.32xlarge", 8, 500), ("trn1n", "trn1n.32xlarge", 16, 800)):
         version, data = default_data(ec2, f"{CLUSTER}-{pool}")
         assert version == 1
+        assert data["InstanceType"] == instance_type
         nics = sorted(data["NetworkInterfaces"], key=lambda n: n["NetworkCardIndex"])
         assert [n["NetworkCardIndex"] for n in nics] == list(range(count))
         assert [n["DeviceIndex"] for n in nics] == [0] + [1] * (count - 1)
@@ -106,6 +117,14 @@ def test_efa_templates_per_pool_then_unchanged_then_absent(aws, network, run_pla
         user_data = base64.b64decode(data["UserData"]).decode()
         assert f"name: {CLUSTER}" in user_data and f"apiServerEndpoint: {ENDPOINT}" in user_data
         assert "kind: NodeConfig" in user_data
+        flags = kubelet_flags(data["UserData"])
+        labels = ["eks.amazonaws.com/capacityType=ON_DEMAND", f"eks.amazonaws.com/nodegroup={CLUSTER}-{pool}", f"trainium.eks/pool={pool}"]
+        if pool == "trn1n":
+            labels.append("team=ml")
+            assert flags["--register-with-taints"] == "aws.amazon.com/neuron=true:NoSchedule,dedicated:NoExecute"
+        else:
+            assert "--register-with-taints" not in flags
+        assert flags["--node-labels"] == ",".join(sorted(labels))
         image = ec2.describe_images(ImageIds=[data["ImageId"]])["Images"][0]
         assert image["Name"] == "amazon-eks-node-al2023-x86_64-neuron-1.34-v20251120"
 
@@ -115,6 +134,10 @@ def test_efa_templates_per_pool_then_unchanged_then_absent(aws, network, run_pla
     assert {t["Key"]: t["Value"] for t in pgs[f"{CLUSTER}-trn1"]["Tags"]}["trainium.eks/cluster"] == CLUSTER
 
     self_rule = [p for p in nodes["IpPermissions"] if p["IpProtocol"] == "-1"]
+    lustre_in = sorted((p["FromPort"], p["ToPort"]) for p in nodes["IpPermissions"] if p["IpProtocol"] == "tcp")
+    assert lustre_in == [(988, 988), (1018, 1023)]
+    for permission in (p for p in nodes["IpPermissions"] if p["IpProtocol"] == "tcp"):
+        assert [pair["GroupId"] for pair in permission["UserIdGroupPairs"]] == [lustre["GroupId"]]
     assert {pair["GroupId"] for p in self_rule for pair in p["UserIdGroupPairs"]} == {nodes["GroupId"], network["cluster_sg"]}
     assert not any(r.get("CidrIp") == "0.0.0.0/0" for g in (nodes, lustre) for p in g["IpPermissions"] for r in p["IpRanges"])
     assert sorted((p["FromPort"], p["ToPort"]) for p in lustre["IpPermissions"]) == [(988, 988), (1018, 1023)]
@@ -123,6 +146,7 @@ def test_efa_templates_per_pool_then_unchanged_then_absent(aws, network, run_pla
 
     facts = result.text.split("FACTS ", 1)[1]
     assert f'"node_security_group_id": "{nodes["GroupId"]}"' in facts
+    assert f'"lustre_security_group_id": "{lustre["GroupId"]}"' in facts
     assert '"efa_interfaces": 16' in facts
 
     again = run_playbook(playbook, extra_vars=extra)
