@@ -372,7 +372,7 @@ def test_delete_cluster_in_use_is_retried_with_backoff(backoff_sleeps):
 
 def test_delete_cluster_in_use_gives_up_within_the_timeout(backoff_sleeps):
     client, stub = stubbed("eks")
-    for _ in range(2):
+    for _attempt in range(2):
         stub.add_client_error("delete_cluster", "ResourceInUseException", "still CREATING", expected_params={"name": "c"})
     with stub, pytest.raises(eks.EksClusterError, match="delete EKS cluster"):
         eks.delete_cluster(client, "c", timeout=45)
@@ -388,7 +388,8 @@ def test_create_cluster_retries_while_the_new_role_cannot_be_assumed():
                "resourcesVpcConfig": {"subnetIds": ["subnet-0123456789abcdef0"]}}
     stub.add_client_error("create_cluster", "InvalidParameterException", ROLE_MESSAGE, expected_params=request)
     stub.add_client_error("create_cluster", "InvalidParameterException",
-                          "Role with arn: arn:aws:iam::123456789012:role/x, could not be assumed because it does not exist or the trusted entity is not correct",
+                          "Role with arn: arn:aws:iam::123456789012:role/x, could not be assumed"
+                          " because it does not exist or the trusted entity is not correct",
                           expected_params=request)
     stub.add_response("create_cluster", {"cluster": {"name": "c", "status": "CREATING"}}, request)
     slept = []
@@ -401,7 +402,7 @@ def test_create_cluster_retries_while_the_new_role_cannot_be_assumed():
 def test_create_cluster_gives_up_after_the_attempts():
     client, stub = stubbed("eks")
     request = {"name": "c", "roleArn": "arn:aws:iam::123456789012:role/r", "resourcesVpcConfig": {"subnetIds": ["subnet-0123456789abcdef0"]}}
-    for _ in range(3):
+    for _attempt in range(3):
         stub.add_client_error("create_cluster", "InvalidParameterException", ROLE_MESSAGE, expected_params=request)
     slept = []
     with stub, pytest.raises(eks.EksClusterError, match="cannot be assumed"):

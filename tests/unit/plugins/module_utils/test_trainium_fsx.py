@@ -572,7 +572,7 @@ def test_busy_delete_is_retried_with_backoff(client, code, message):
 
 def test_busy_delete_retries_stop_at_the_timeout(client):
     conn, stubber = client
-    for _ in range(2):
+    for _attempt in range(2):
         stubber.add_client_error("delete_file_system", "BadRequest", "still CREATING", expected_params={"FileSystemId": FS_ID})
     times = iter([0, 1, 8])
     slept = []

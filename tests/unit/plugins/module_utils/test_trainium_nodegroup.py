@@ -381,7 +381,7 @@ def test_delete_in_use_is_retried_with_backoff(eks, sleeps):
 
 def test_delete_in_use_retries_are_bounded_by_the_timeout(eks, sleeps):
     client, stubber = eks
-    for _ in range(2):
+    for _attempt in range(2):
         stubber.add_client_error("delete_nodegroup", "ResourceInUseException", "still CREATING", expected_params={"clusterName": "c", "nodegroupName": "n"})
     with pytest.raises(ng.TrainiumNodegroupError, match="delete the node group"):
         ng.delete_nodegroup(client, "c", "n", timeout=30)
