@@ -24,13 +24,31 @@ from __future__ import annotations
 import copy
 import datetime
 import sys
+import types
 from pathlib import Path
 
+import boto3
 import pytest
 
 _COLLECTIONS = Path(__file__).resolve().parents[2] / ".collections"
 if _COLLECTIONS.is_dir() and str(_COLLECTIONS) not in sys.path:
     sys.path.insert(0, str(_COLLECTIONS))
+
+from ansible_collections.amazon.aws.plugins.module_utils import cloud  # noqa: E402  pylint: disable=wrong-import-position
+
+
+@pytest.fixture
+def sleeps(monkeypatch):
+    """Record AWSRetry's back-off sleeps instead of sleeping."""
+    recorded = []
+    monkeypatch.setattr(cloud, "time", types.SimpleNamespace(sleep=recorded.append))
+    return recorded
+
+
+@pytest.fixture(scope="module")
+def boto3_session():
+    """One fake-credential session per test module: it caches service models, so each client is cheap."""
+    return boto3.session.Session(aws_access_key_id="AKIAIOSFODNN7EXAMPLE", aws_secret_access_key="not-a-real-secret", region_name="us-west-2")
 
 
 def _trainium_type(name, device_name, devices, cores_per_device, core_version, device_mib, vcpus, memory_mib, network):

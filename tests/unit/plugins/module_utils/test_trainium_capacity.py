@@ -10,14 +10,11 @@ before a request would be sent and fails the test on any call it was not told ab
 
 from __future__ import annotations
 
-import types
 
-import boto3
 import botocore.exceptions
 import pytest
 from botocore.stub import Stubber
 
-from ansible_collections.amazon.aws.plugins.module_utils import cloud
 from ansible_collections.amazon.aws.plugins.module_utils.exceptions import AnsibleAWSError
 from ansible_collections.trainium.eks.plugins.module_utils import trainium_capacity
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_capacity import TrainiumCapacityError
@@ -35,20 +32,6 @@ def _type_params(types_):
 
 def _offering_params(types_):
     return {"LocationType": "availability-zone", "Filters": [{"Name": "instance-type", "Values": list(types_)}]}
-
-
-@pytest.fixture
-def sleeps(monkeypatch):
-    """Record AWSRetry's back-off sleeps instead of sleeping."""
-    recorded = []
-    monkeypatch.setattr(cloud, "time", types.SimpleNamespace(sleep=recorded.append))
-    return recorded
-
-
-@pytest.fixture(scope="module")
-def boto3_session():
-    # One session for the module: it caches the EC2 service model, so each client is cheap.
-    return boto3.session.Session(aws_access_key_id="AKIAIOSFODNN7EXAMPLE", aws_secret_access_key="not-a-real-secret", region_name="us-west-2")
 
 
 @pytest.fixture

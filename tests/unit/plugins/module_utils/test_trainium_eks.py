@@ -7,13 +7,11 @@
 from __future__ import annotations
 
 import copy
-import types
 
 import boto3
 import pytest
 from botocore.stub import Stubber
 
-from ansible_collections.amazon.aws.plugins.module_utils import cloud
 from ansible_collections.trainium.eks.plugins.module_utils import trainium_eks as eks
 
 ARN = "arn:aws:eks:us-west-2:123456789012:cluster/trn-rehearsal"
@@ -315,14 +313,7 @@ def test_oidc_provider_requests_and_lookup_by_tag():
 # --- teardown of a cluster still being created; IAM propagation on create ----
 
 
-@pytest.fixture
-def backoff_sleeps(monkeypatch):
-    recorded = []
-    monkeypatch.setattr(cloud, "time", types.SimpleNamespace(sleep=recorded.append))
-    return recorded
-
-
-def test_creating_cluster_is_polled_until_active_then_deleted(backoff_sleeps):
+def test_creating_cluster_is_polled_until_active_then_deleted(sleeps):
     client, stub = stubbed("eks")
     for status in ("CREATING", "CREATING", "ACTIVE"):
         stub.add_response("describe_cluster", {"cluster": {"name": "trn-rehearsal", "status": status}}, {"name": "trn-rehearsal"})
@@ -332,7 +323,7 @@ def test_creating_cluster_is_polled_until_active_then_deleted(backoff_sleeps):
         assert eks.wait_until_settled(client, "trn-rehearsal", 600, delay=15, clock=lambda: 0, sleep=slept.append)["status"] == "ACTIVE"
         assert eks.delete_cluster(client, "trn-rehearsal", timeout=600) is True
     stub.assert_no_pending_responses()
-    assert slept == [15, 15] and backoff_sleeps == []
+    assert slept == [15, 15] and sleeps == []
 
 
 @pytest.mark.parametrize("status", ["ACTIVE", "FAILED", "DELETING"])
@@ -359,7 +350,7 @@ def test_wait_until_settled_times_out_naming_the_state():
         eks.wait_until_settled(client, "c", 600, clock=lambda: next(times), sleep=pytest.fail)
 
 
-def test_delete_cluster_in_use_is_retried_with_backoff(backoff_sleeps):
+def test_delete_cluster_in_use_is_retried_with_backoff(sleeps):
     client, stub = stubbed("eks")
     stub.add_client_error("delete_cluster", "ResourceInUseException", "Cannot delete because cluster c currently has an update in progress",
                           expected_params={"name": "c"})
@@ -367,16 +358,16 @@ def test_delete_cluster_in_use_is_retried_with_backoff(backoff_sleeps):
     with stub:
         assert eks.delete_cluster(client, "c", timeout=1200) is True
     stub.assert_no_pending_responses()
-    assert len(backoff_sleeps) == 1 and 0 <= backoff_sleeps[0] <= 30
+    assert len(sleeps) == 1 and 0 <= sleeps[0] <= 30
 
 
-def test_delete_cluster_in_use_gives_up_within_the_timeout(backoff_sleeps):
+def test_delete_cluster_in_use_gives_up_within_the_timeout(sleeps):
     client, stub = stubbed("eks")
     for _attempt in range(2):
         stub.add_client_error("delete_cluster", "ResourceInUseException", "still CREATING", expected_params={"name": "c"})
     with stub, pytest.raises(eks.EksClusterError, match="delete EKS cluster"):
         eks.delete_cluster(client, "c", timeout=45)
-    assert len(backoff_sleeps) == 1
+    assert len(sleeps) == 1
 
 
 ROLE_MESSAGE = "Role with arn: arn:aws:iam::123456789012:role/trn-rehearsal-cluster, cannot be assumed by the EKS service principal"

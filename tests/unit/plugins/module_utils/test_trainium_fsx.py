@@ -7,13 +7,10 @@
 from __future__ import annotations
 
 import copy
-import types
 
-import boto3
 import pytest
 from botocore.stub import Stubber
 
-from ansible_collections.amazon.aws.plugins.module_utils import cloud
 from ansible_collections.trainium.eks.plugins.module_utils import trainium_fsx as fsx
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_fsx import TrainiumFsxError
 
@@ -387,28 +384,16 @@ def test_delete_request_skips_final_backup_only_for_persistent():
 
 
 @pytest.fixture
-def sleeps(monkeypatch):
-    recorded = []
-    monkeypatch.setattr(cloud, "time", types.SimpleNamespace(sleep=recorded.append))
-    return recorded
-
-
-@pytest.fixture(scope="module")
-def session():
-    return boto3.session.Session(aws_access_key_id="AKIAIOSFODNN7EXAMPLE", aws_secret_access_key="not-a-real-secret", region_name="us-west-2")
-
-
-@pytest.fixture
-def client(session, sleeps):  # pylint: disable=unused-argument,redefined-outer-name
-    conn = session.client("fsx", endpoint_url="http://127.0.0.1:1")
+def client(boto3_session, sleeps):  # pylint: disable=unused-argument,redefined-outer-name
+    conn = boto3_session.client("fsx", endpoint_url="http://127.0.0.1:1")
     with Stubber(conn) as stubber:
         yield conn, stubber
         stubber.assert_no_pending_responses()
 
 
 @pytest.fixture
-def ec2(session, sleeps):  # pylint: disable=unused-argument,redefined-outer-name
-    conn = session.client("ec2", endpoint_url="http://127.0.0.1:1")
+def ec2(boto3_session, sleeps):  # pylint: disable=unused-argument,redefined-outer-name
+    conn = boto3_session.client("ec2", endpoint_url="http://127.0.0.1:1")
     with Stubber(conn) as stubber:
         yield conn, stubber
         stubber.assert_no_pending_responses()

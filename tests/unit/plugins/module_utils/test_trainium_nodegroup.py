@@ -7,13 +7,10 @@
 from __future__ import annotations
 
 import copy
-import types
 
-import boto3
 import pytest
 from botocore.stub import Stubber
 
-from ansible_collections.amazon.aws.plugins.module_utils import cloud
 from ansible_collections.trainium.eks.plugins.module_utils import trainium_nodegroup as ng
 
 ROLE = "arn:aws:iam::123456789012:role/trn-rehearsal-node"
@@ -252,16 +249,8 @@ def test_summary_is_snake_case_and_keeps_label_keys(current):
 # ---------------------------------------------------------------- boto3 calls
 
 @pytest.fixture
-def sleeps(monkeypatch):
-    recorded = []
-    monkeypatch.setattr(cloud, "time", types.SimpleNamespace(sleep=recorded.append))
-    return recorded
-
-
-@pytest.fixture
-def eks(sleeps):  # pylint: disable=unused-argument
-    session = boto3.session.Session(aws_access_key_id="AKIAIOSFODNN7EXAMPLE", aws_secret_access_key="not-a-real-secret", region_name="us-west-2")
-    client = session.client("eks", endpoint_url="http://127.0.0.1:1")
+def eks(boto3_session, sleeps):  # pylint: disable=unused-argument
+    client = boto3_session.client("eks", endpoint_url="http://127.0.0.1:1")
     with Stubber(client) as stubber:
         yield client, stubber
         stubber.assert_no_pending_responses()

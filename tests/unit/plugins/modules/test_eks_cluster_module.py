@@ -15,25 +15,12 @@ import pytest
 from botocore.stub import ANY
 from botocore.stub import Stubber
 
-from ansible.module_utils import basic
+from ansible.module_utils.testing import patch_module_args
 from ansible_collections.amazon.aws.plugins.module_utils import cloud
 from ansible_collections.amazon.aws.plugins.module_utils.modules import AnsibleAWSModule
 from ansible_collections.trainium.eks.plugins.module_utils import trainium_eks as eks
 from ansible_collections.trainium.eks.plugins.modules import eks_cluster
 
-try:
-    from ansible.module_utils.testing import patch_module_args
-except ImportError:  # ansible-core before 2.19
-    import contextlib
-
-    @contextlib.contextmanager
-    def patch_module_args(args=None):
-        saved = basic._ANSIBLE_ARGS  # pylint: disable=protected-access
-        basic._ANSIBLE_ARGS = json.dumps({"ANSIBLE_MODULE_ARGS": args or {}}).encode()  # pylint: disable=protected-access
-        try:
-            yield
-        finally:
-            basic._ANSIBLE_ARGS = saved  # pylint: disable=protected-access
 
 CONNECTION = {"region": "us-west-2", "access_key": "AKIAIOSFODNN7EXAMPLE", "secret_key": "not-a-real-secret"}
 ARN = "arn:aws:eks:us-west-2:123456789012:cluster/trn-rehearsal"

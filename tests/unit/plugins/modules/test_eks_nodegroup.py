@@ -11,23 +11,10 @@ import json
 
 import pytest
 
-from ansible.module_utils import basic
+from ansible.module_utils.testing import patch_module_args
 from ansible_collections.trainium.eks.plugins.module_utils import trainium_nodegroup as ng
 from ansible_collections.trainium.eks.plugins.modules import eks_nodegroup
 
-try:
-    from ansible.module_utils.testing import patch_module_args
-except ImportError:  # ansible-core before 2.19
-    import contextlib
-
-    @contextlib.contextmanager
-    def patch_module_args(args=None):
-        saved = basic._ANSIBLE_ARGS  # pylint: disable=protected-access
-        basic._ANSIBLE_ARGS = json.dumps({"ANSIBLE_MODULE_ARGS": args or {}}).encode()  # pylint: disable=protected-access
-        try:
-            yield
-        finally:
-            basic._ANSIBLE_ARGS = saved  # pylint: disable=protected-access
 
 CONNECTION = {"region": "us-west-2", "access_key": "AKIAIOSFODNN7EXAMPLE", "secret_key": "not-a-real-secret", "endpoint_url": "http://127.0.0.1:1"}
 ROLE = "arn:aws:iam::123456789012:role/trn-rehearsal-node"

@@ -17,24 +17,11 @@ import types
 import pytest
 from botocore.stub import Stubber
 
-from ansible.module_utils import basic
+from ansible.module_utils.testing import patch_module_args
 from ansible_collections.amazon.aws.plugins.module_utils import cloud
 from ansible_collections.trainium.eks.plugins.module_utils import trainium_fsx
 from ansible_collections.trainium.eks.plugins.modules import fsx_lustre
 
-try:
-    from ansible.module_utils.testing import patch_module_args
-except ImportError:  # ansible-core before 2.19
-    import contextlib
-
-    @contextlib.contextmanager
-    def patch_module_args(args=None):
-        saved = basic._ANSIBLE_ARGS  # pylint: disable=protected-access
-        basic._ANSIBLE_ARGS = json.dumps({"ANSIBLE_MODULE_ARGS": args or {}}).encode()  # pylint: disable=protected-access
-        try:
-            yield
-        finally:
-            basic._ANSIBLE_ARGS = saved  # pylint: disable=protected-access
 
 CONNECTION = {
     "region": "us-west-2",

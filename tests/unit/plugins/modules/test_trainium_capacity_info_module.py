@@ -11,23 +11,10 @@ import json
 import pytest
 from botocore.stub import Stubber
 
-from ansible.module_utils import basic
+from ansible.module_utils.testing import patch_module_args
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_facts import build_capacity_facts
 from ansible_collections.trainium.eks.plugins.modules import trainium_capacity_info
 
-try:
-    from ansible.module_utils.testing import patch_module_args
-except ImportError:  # ansible-core before 2.19
-    import contextlib
-
-    @contextlib.contextmanager
-    def patch_module_args(args=None):
-        saved = basic._ANSIBLE_ARGS  # pylint: disable=protected-access
-        basic._ANSIBLE_ARGS = json.dumps({"ANSIBLE_MODULE_ARGS": args or {}}).encode()  # pylint: disable=protected-access
-        try:
-            yield
-        finally:
-            basic._ANSIBLE_ARGS = saved  # pylint: disable=protected-access
 
 CONNECTION = {
     "region": "us-west-2",
