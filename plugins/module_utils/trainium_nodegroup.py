@@ -30,6 +30,8 @@ from ansible_collections.amazon.aws.plugins.module_utils.errors import AWSErrorH
 from ansible_collections.amazon.aws.plugins.module_utils.exceptions import AnsibleAWSError
 from ansible_collections.amazon.aws.plugins.module_utils.retries import AWSRetry
 
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_eks import in_use_retries
+
 # Every AMIType of the EKS API (botocore 1.40 model).
 AMI_TYPES = (
     "AL2_x86_64", "AL2_x86_64_GPU", "AL2_ARM_64", "CUSTOM",
@@ -441,13 +443,6 @@ def tag_nodegroup(client, arn, tags):
 @AWSRetry.jittered_backoff()
 def untag_nodegroup(client, arn, keys):
     client.untag_resource(resourceArn=arn, tagKeys=keys)
-
-
-def in_use_retries(timeout, max_delay=30):
-    """AWSRetry ``retries`` (attempts in all) whose backoff sleeps, each at most ``max_delay``, fit in ``timeout`` seconds."""
-    if timeout is None:
-        return 10
-    return 1 + max(0, int(timeout)) // max_delay
 
 
 @NodegroupErrorHandler.deletion_error_handler("delete the node group")
