@@ -1,13 +1,15 @@
 # -*- coding: utf-8 -*-
 # Copyright: Contributors to the trainium.eks project
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Documented FSx for Lustre additions to moto server for the trainium.eks rehearsal.
+"""FSx for Lustre additions to moto server for the trainium.eks rehearsal (see moto_ext.py).
 
-Next to moto_ext.py (which gives new file systems their CREATING -> AVAILABLE
-lifecycle). Each addition closes a moto 5.2.5 gap on a code path of
+Each addition closes a moto 5.2.5 gap on a code path of
 trainium.eks.fsx_lustre and keeps the shapes of the FSx API reference.
-Nothing in the collection knows about this file.
 
+0. File system lifecycle. moto's CreateFileSystem/DescribeFileSystems
+   answers carry no Lifecycle, so a waiter for AVAILABLE never ends. As AWS
+   documents, a new file system is CREATING, then AVAILABLE; here that takes
+   TRAINIUM_REHEARSAL_FSX_CREATE_SECONDS (default 3) seconds.
 1. UpdateFileSystem. moto answers NotImplemented. As AWS documents for
    Lustre: StorageCapacity must be a multiple of 2400 GiB greater than the
    current capacity (BadRequest otherwise); LustreConfiguration may change
@@ -40,13 +42,28 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
+import time
 import uuid
 
 from moto.core.exceptions import JsonRESTError
+from moto_ext_ec2 import ec2_backend
 
 _REPOSITORY_KEYS = ("ImportPath", "ExportPath", "AutoImportPolicy", "ImportedFileChunkSize")
 _UPDATABLE = ("PerUnitStorageThroughput", "DataCompressionType", "WeeklyMaintenanceStartTime", "AutoImportPolicy")
 _PERSISTENT = ("PERSISTENT_1", "PERSISTENT_2")
+
+
+def _fsx_to_dict(original):
+    def to_dict(self):
+        answer = original(self)
+        if "Lifecycle" not in answer:
+            created = self.__dict__.setdefault("_trainium_created", time.monotonic())
+            delay = float(os.environ.get("TRAINIUM_REHEARSAL_FSX_CREATE_SECONDS", "3"))
+            answer["Lifecycle"] = "AVAILABLE" if time.monotonic() - created >= delay else "CREATING"
+        return answer
+
+    return to_dict
 
 
 class BadRequest(JsonRESTError):
@@ -86,17 +103,11 @@ class InvalidNetworkSettings(JsonRESTError):
         super().__init__("InvalidNetworkSettings", message)
 
 
-def _ec2(backend):
-    from moto.ec2.models import ec2_backends  # pylint: disable=import-outside-toplevel
-
-    return ec2_backends[backend.account_id][backend.region_name]
-
-
 def _network(backend, subnet_ids, group_ids):
     """The subnet and groups of a new file system, checked as FSx does."""
     from moto.ec2.exceptions import InvalidSubnetIdError  # pylint: disable=import-outside-toplevel
 
-    ec2 = _ec2(backend)
+    ec2 = ec2_backend(backend)
     try:
         subnet = ec2.get_subnet((subnet_ids or [""])[0])
     except InvalidSubnetIdError as e:
@@ -130,7 +141,7 @@ def _delete_with_network(original):
         file_system = self.file_systems.get(file_system_id)
         answer = original(self, file_system_id, *args, **kwargs)
         for eni_id in getattr(file_system, "_trainium_enis", []):
-            _ec2(self).enis.pop(eni_id, None)
+            ec2_backend(self).enis.pop(eni_id, None)
         return answer
 
     return delete_file_system
@@ -172,7 +183,8 @@ def install():
     from moto.fsx.models import FileSystem, FSxBackend  # pylint: disable=import-outside-toplevel
     from moto.fsx.responses import FSxResponse  # pylint: disable=import-outside-toplevel
 
-    FileSystem.to_dict = _lustre_to_dict(FileSystem.to_dict)
+    # The lifecycle first: the Lustre shape wraps what it answers.
+    FileSystem.to_dict = _lustre_to_dict(_fsx_to_dict(FileSystem.to_dict))
     FSxBackend.create_file_system = _create_with_network(FSxBackend.create_file_system)
     FSxBackend.delete_file_system = _delete_with_network(FSxBackend.delete_file_system)
     FSxResponse.update_file_system = update_file_system

@@ -14,10 +14,8 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import moto_ext  # noqa: E402  pylint: disable=wrong-import-position
-import moto_ext_fsx  # noqa: E402  pylint: disable=wrong-import-position
 from moto.server import main  # noqa: E402  pylint: disable=wrong-import-position
 
 if __name__ == "__main__":
     moto_ext.install()
-    moto_ext_fsx.install()
     main(["-H", sys.argv[1], "-p", sys.argv[2]])
