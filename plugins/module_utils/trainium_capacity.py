@@ -5,31 +5,25 @@
 """EC2 calls behind trainium.eks.trainium_capacity_info.
 
 Every call retries throttling with jittered backoff and turns botocore errors
-into ``TrainiumCapacityError`` (an ``AnsibleAWSError``), which the module
-reports with ``fail_json_aws``.
+into ``TrainiumCapacityError`` (a ``TrainiumAWSError``), which the module
+reports with ``trainium_common.fail_on_aws_error``.
 """
 
 from __future__ import annotations
 
-from ansible_collections.amazon.aws.plugins.module_utils.botocore import is_boto3_error_code
-from ansible_collections.amazon.aws.plugins.module_utils.errors import AWSErrorHandler
-from ansible_collections.amazon.aws.plugins.module_utils.exceptions import AnsibleAWSError
 from ansible_collections.amazon.aws.plugins.module_utils.retries import AWSRetry
+
+from ansible_collections.trainium.eks.plugins.module_utils import trainium_common as common
 
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_facts import USABLE_RESERVATION_STATES
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_facts import build_capacity_facts
 
 
-class TrainiumCapacityError(AnsibleAWSError):
+class TrainiumCapacityError(common.TrainiumAWSError):
     pass
 
 
-class CapacityErrorHandler(AWSErrorHandler):
-    _CUSTOM_EXCEPTION = TrainiumCapacityError
-
-    @classmethod
-    def _is_missing(cls):
-        return is_boto3_error_code(["InvalidInstanceType", "InvalidCapacityReservationId.NotFound"])
+CapacityErrorHandler = common.error_handler(TrainiumCapacityError, "InvalidInstanceType", "InvalidCapacityReservationId.NotFound")
 
 
 def _paginate(client, operation, key, **params):

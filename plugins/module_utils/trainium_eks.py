@@ -27,14 +27,14 @@ try:
 except ImportError:
     pass  # handled by AnsibleAWSModule
 
-from ansible_collections.amazon.aws.plugins.module_utils.botocore import is_boto3_error_code
-from ansible_collections.amazon.aws.plugins.module_utils.errors import AWSErrorHandler
-from ansible_collections.amazon.aws.plugins.module_utils.exceptions import AnsibleAWSError
 from ansible_collections.amazon.aws.plugins.module_utils.retries import AWSRetry
-from ansible_collections.amazon.aws.plugins.module_utils.tagging import compare_aws_tags
+
+from ansible_collections.trainium.eks.plugins.module_utils import trainium_common as common
 
 LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
 AUTHENTICATION_MODES = ("CONFIG_MAP", "API_AND_CONFIG_MAP", "API")
+# upgradePolicy.supportType: standard support only, or extended support (billed) after it ends.
+SUPPORT_TYPES = ("STANDARD", "EXTENDED")
 OIDC_CLIENT_ID = "sts.amazonaws.com"
 # Tag on the IAM OIDC provider naming its cluster, so that it can be found
 # and deleted after the cluster itself is gone.
@@ -47,7 +47,7 @@ ROLE_NOT_ASSUMABLE = re.compile(r"(cannot|could not|can't|unable to) be assumed"
 ROLE_PROPAGATION_ATTEMPTS = 6
 
 
-class EksClusterError(AnsibleAWSError):
+class EksClusterError(common.TrainiumAWSError):
     pass
 
 
@@ -55,12 +55,7 @@ class EksConfigError(ValueError):
     """A request the module refuses before calling AWS; the message names the values."""
 
 
-class EksErrorHandler(AWSErrorHandler):
-    _CUSTOM_EXCEPTION = EksClusterError
-
-    @classmethod
-    def _is_missing(cls):
-        return is_boto3_error_code(["ResourceNotFoundException", "NoSuchEntity"])
+EksErrorHandler = common.error_handler(EksClusterError, "ResourceNotFoundException", "NoSuchEntity")
 
 
 # ---------------------------------------------------------------------------
@@ -155,6 +150,8 @@ def create_request(params):
         access["bootstrapClusterCreatorAdminPermissions"] = params["bootstrap_cluster_creator_admin"]
     if access:
         request["accessConfig"] = access
+    if params.get("upgrade_policy"):
+        request["upgradePolicy"] = {"supportType": params["upgrade_policy"]}
     if params.get("tags"):
         request["tags"] = dict(params["tags"])
     return request
@@ -215,14 +212,19 @@ def endpoint_update(cluster, params):
     return update
 
 
-def plan_update(cluster, params, purge_tags=True):
-    """What to change on an existing cluster.
+def upgrade_policy(cluster):
+    """The cluster's upgradePolicy.supportType, None when the answer has none (unknown)."""
+    return (cluster.get("upgradePolicy") or {}).get("supportType")
 
-    Returns a dict: ``version`` (str or None), ``config`` (a list of
+
+def plan_update(cluster, params, purge_tags=True):
+    """What to change on an existing cluster, in the shape of ``trainium_common.new_plan``.
+
+    Keys: ``errors`` (every difference that cannot be applied, see
+    ``refusal``), ``version`` (str or None), ``config`` (a list of
     UpdateClusterConfig payloads, one kind of change each, as EKS requires),
     ``encryption`` (key ARN to associate or None), ``tags_to_set`` (dict),
-    ``tags_to_remove`` (list). Raises EksConfigError listing every difference
-    that cannot be applied.
+    ``tags_to_remove`` (list), ``changed``.
     """
     errors = immutable_differences(cluster, params)
     version = None
@@ -230,8 +232,6 @@ def plan_update(cluster, params, purge_tags=True):
         version = version_step(cluster.get("version"), params.get("version"))
     except EksConfigError as e:
         errors.append(str(e))
-    if errors:
-        raise EksConfigError(f"cannot change {len(errors)} setting(s) of EKS cluster {cluster.get('name')}: " + "; ".join(errors))
 
     config = []
     if params.get("logging") is not None and "logging" in cluster and enabled_log_types(cluster["logging"]) != sorted(set(params["logging"])):
@@ -242,25 +242,23 @@ def plan_update(cluster, params, purge_tags=True):
     current_mode = (cluster.get("accessConfig") or {}).get("authenticationMode")
     if params.get("authentication_mode") and current_mode and params["authentication_mode"] != current_mode:
         config.append({"accessConfig": {"authenticationMode": params["authentication_mode"]}})
+    # Compared only when DescribeCluster reports it (moto 5.2.5 does not): an
+    # unknown policy is not a difference, or every run would update it again.
+    current_policy = upgrade_policy(cluster)
+    if params.get("upgrade_policy") and current_policy and params["upgrade_policy"] != current_policy:
+        config.append({"upgradePolicy": {"supportType": params["upgrade_policy"]}})
 
     encryption = None
     if params.get("secrets_encryption_kms_key_arn") and not encryption_key(cluster):
         encryption = params["secrets_encryption_kms_key_arn"]
 
-    tags_to_set, tags_to_remove = {}, []
-    if params.get("tags") is not None:
-        tags_to_set, tags_to_remove = compare_aws_tags(cluster.get("tags") or {}, params["tags"], purge_tags)
-    return {
-        "version": version,
-        "config": config,
-        "encryption": encryption,
-        "tags_to_set": tags_to_set,
-        "tags_to_remove": sorted(tags_to_remove),
-    }
+    tags = common.tag_diff(cluster.get("tags"), params.get("tags"), purge_tags)
+    return common.new_plan(errors, tags, version=version, config=config, encryption=encryption)
 
 
-def plan_is_empty(plan):
-    return not (plan["version"] or plan["config"] or plan["encryption"] or plan["tags_to_set"] or plan["tags_to_remove"])
+def refusal(cluster, errors):
+    """The failure message for a plan's errors."""
+    return f"cannot change {len(errors)} setting(s) of EKS cluster {cluster.get('name')}: " + "; ".join(errors)
 
 
 def apply_plan_locally(cluster, plan):
@@ -275,13 +273,11 @@ def apply_plan_locally(cluster, plan):
             after["resourcesVpcConfig"] = dict(cluster.get("resourcesVpcConfig") or {}, **payload["resourcesVpcConfig"])
         if "accessConfig" in payload:
             after["accessConfig"] = dict(cluster.get("accessConfig") or {}, **payload["accessConfig"])
+        if "upgradePolicy" in payload:
+            after["upgradePolicy"] = dict(payload["upgradePolicy"])
     if plan["encryption"]:
         after["encryptionConfig"] = [{"resources": ["secrets"], "provider": {"keyArn": plan["encryption"]}}]
-    tags = dict(cluster.get("tags") or {})
-    for key in plan["tags_to_remove"]:
-        tags.pop(key, None)
-    tags.update(plan["tags_to_set"])
-    after["tags"] = tags
+    after["tags"] = common.tags_after(cluster.get("tags"), plan["tags_to_set"], plan["tags_to_remove"])
     return after
 
 
@@ -295,7 +291,7 @@ def cluster_from_request(request):
         "resourcesVpcConfig": dict(request["resourcesVpcConfig"]),
         "tags": dict(request.get("tags") or {}),
     }
-    for key in ("logging", "encryptionConfig", "accessConfig", "kubernetesNetworkConfig"):
+    for key in ("logging", "encryptionConfig", "accessConfig", "kubernetesNetworkConfig", "upgradePolicy"):
         if key in request:
             cluster[key] = request[key]
     return cluster
@@ -314,35 +310,34 @@ def oidc_provider_arn_for(cluster_arn, issuer):
     return f"arn:{partition}:iam::{account}:oidc-provider/{issuer.split('://', 1)[-1]}"
 
 
+# result key: DescribeCluster field, for the fields returned as they are
+_RESULT_FIELDS = {"name": "name", "arn": "arn", "status": "status", "endpoint": "endpoint", "version": "version",
+                  "platform_version": "platformVersion", "role_arn": "roleArn"}
+_RESULT_VPC_FIELDS = {"vpc_id": "vpcId", "cluster_security_group_id": "clusterSecurityGroupId",
+                      "endpoint_public_access": "endpointPublicAccess", "endpoint_private_access": "endpointPrivateAccess"}
+_RESULT_VPC_LISTS = {"subnet_ids": "subnetIds", "security_group_ids": "securityGroupIds", "public_access_cidrs": "publicAccessCidrs"}
+
+
 def describe_result(cluster, oidc_provider_arn=None):
     """The module's `cluster` return value."""
     if not cluster:
         return {}
     vpc = cluster.get("resourcesVpcConfig") or {}
-    return {
-        "name": cluster.get("name"),
-        "arn": cluster.get("arn"),
-        "status": cluster.get("status"),
-        "endpoint": cluster.get("endpoint"),
+    result = {key: cluster.get(field) for key, field in _RESULT_FIELDS.items()}
+    result.update({key: vpc.get(field) for key, field in _RESULT_VPC_FIELDS.items()})
+    result.update({key: sorted(vpc.get(field) or []) for key, field in _RESULT_VPC_LISTS.items()})
+    result.update({
         "certificate_authority": (cluster.get("certificateAuthority") or {}).get("data"),
-        "version": cluster.get("version"),
-        "platform_version": cluster.get("platformVersion"),
-        "role_arn": cluster.get("roleArn"),
-        "vpc_id": vpc.get("vpcId"),
-        "subnet_ids": sorted(vpc.get("subnetIds") or []),
-        "security_group_ids": sorted(vpc.get("securityGroupIds") or []),
-        "cluster_security_group_id": vpc.get("clusterSecurityGroupId"),
-        "endpoint_public_access": vpc.get("endpointPublicAccess"),
-        "endpoint_private_access": vpc.get("endpointPrivateAccess"),
-        "public_access_cidrs": sorted(vpc.get("publicAccessCidrs") or []),
         "service_ipv4_cidr": (cluster.get("kubernetesNetworkConfig") or {}).get("serviceIpv4Cidr"),
         "logging": enabled_log_types(cluster.get("logging")),
         "authentication_mode": (cluster.get("accessConfig") or {}).get("authenticationMode"),
+        "upgrade_policy": upgrade_policy(cluster),
         "secrets_encryption_kms_key_arn": encryption_key(cluster),
         "oidc_issuer": oidc_issuer(cluster),
         "oidc_provider_arn": oidc_provider_arn,
         "tags": dict(cluster.get("tags") or {}),
-    }
+    })
+    return result
 
 
 def diff_view(cluster):
@@ -366,11 +361,10 @@ def describe_cluster(client, name):
 
 def is_role_propagation_error(error):
     """CreateCluster refused because the (new) cluster role cannot be assumed yet (IAM propagation)."""
-    if not isinstance(error, botocore.exceptions.ClientError):
+    if common.error_code(error) != "InvalidParameterException":
         return False
-    details = error.response.get("Error", {})
-    message = details.get("Message") or ""
-    return details.get("Code") == "InvalidParameterException" and "role" in message.lower() and bool(ROLE_NOT_ASSUMABLE.search(message))
+    message = error.response.get("Error", {}).get("Message") or ""
+    return "role" in message.lower() and bool(ROLE_NOT_ASSUMABLE.search(message))
 
 
 @AWSRetry.jittered_backoff()
@@ -391,24 +385,23 @@ def create_cluster(client, request, attempts=ROLE_PROPAGATION_ATTEMPTS, delay=5,
     return None  # not reached
 
 
-@EksErrorHandler.common_error_handler("update EKS cluster configuration")
-@AWSRetry.jittered_backoff(catch_extra_error_codes=["ResourceInUseException"])
-def update_cluster_config(client, name, payload):
-    return client.update_cluster_config(name=name, **payload).get("update")
+@EksErrorHandler.common_error_handler("start an EKS cluster update")
+def _start_update(client, operation, timeout, **request):
+    """Run an EKS update call; a refusal because another update runs is retried within ``timeout`` seconds."""
+    return common.retry_in_use(lambda: getattr(client, operation)(**request), timeout).get("update")
 
 
-@EksErrorHandler.common_error_handler("update EKS cluster version")
-@AWSRetry.jittered_backoff(catch_extra_error_codes=["ResourceInUseException"])
-def update_cluster_version(client, name, version):
-    return client.update_cluster_version(name=name, version=version).get("update")
+def update_cluster_config(client, name, payload, timeout=None):
+    return _start_update(client, "update_cluster_config", timeout, name=name, **payload)
 
 
-@EksErrorHandler.common_error_handler("associate EKS encryption configuration")
-@AWSRetry.jittered_backoff(catch_extra_error_codes=["ResourceInUseException"])
-def associate_encryption(client, name, key_arn):
-    return client.associate_encryption_config(
-        clusterName=name, encryptionConfig=[{"resources": ["secrets"], "provider": {"keyArn": key_arn}}],
-    ).get("update")
+def update_cluster_version(client, name, version, timeout=None):
+    return _start_update(client, "update_cluster_version", timeout, name=name, version=version)
+
+
+def associate_encryption(client, name, key_arn, timeout=None):
+    config = [{"resources": ["secrets"], "provider": {"keyArn": key_arn}}]
+    return _start_update(client, "associate_encryption_config", timeout, clusterName=name, encryptionConfig=config)
 
 
 @EksErrorHandler.common_error_handler("describe EKS cluster update")
@@ -417,30 +410,10 @@ def describe_update(client, name, update_id):
     return client.describe_update(name=name, updateId=update_id)["update"]
 
 
-@EksErrorHandler.common_error_handler("tag EKS cluster")
-@AWSRetry.jittered_backoff()
-def tag_cluster(client, arn, tags):
-    client.tag_resource(resourceArn=arn, tags=tags)
-
-
-@EksErrorHandler.common_error_handler("untag EKS cluster")
-@AWSRetry.jittered_backoff()
-def untag_cluster(client, arn, keys):
-    client.untag_resource(resourceArn=arn, tagKeys=list(keys))
-
-
-def in_use_retries(timeout, max_delay=30):
-    """AWSRetry ``retries`` (attempts in all) whose backoff sleeps, each at most ``max_delay``, fit in ``timeout`` seconds."""
-    if timeout is None:
-        return 10
-    return 1 + max(0, int(timeout)) // max_delay
-
-
 @EksErrorHandler.deletion_error_handler("delete EKS cluster")
-def delete_cluster(client, name, timeout=None):
+def delete_cluster(client, name, timeout=None, clock=None, sleep=None):
     """DeleteCluster; ResourceInUseException (cluster still CREATING/UPDATING) is retried with backoff within ``timeout`` seconds."""
-    retry = AWSRetry.jittered_backoff(retries=in_use_retries(timeout), delay=5, max_delay=30, catch_extra_error_codes=["ResourceInUseException"])
-    retry(lambda: client.delete_cluster(name=name))()
+    common.retry_in_use(lambda: client.delete_cluster(name=name), timeout, clock=clock, sleep=sleep)
     return True
 
 
@@ -451,37 +424,24 @@ def wait_until_settled(client, name, timeout, delay=15, clock=None, sleep=None):
     status (ACTIVE, FAILED, DELETING...) ends the wait. Raises
     EksClusterError when ``timeout`` passes first.
     """
-    clock = clock or time.monotonic
-    sleep = sleep or time.sleep
-    deadline = clock() + timeout
-    while True:
-        cluster = describe_cluster(client, name)
-        if cluster is None or cluster.get("status") not in BUSY_STATES:
-            return cluster
-        if clock() >= deadline:
-            raise EksClusterError(
-                message=f"Timed out after {timeout} s waiting for EKS cluster {name} to finish {cluster['status']} before deleting it "
-                        "(EKS refuses to delete a cluster that is being created or updated)"
-            )
-        sleep(delay)
+    return common.wait_until_settled(lambda: describe_cluster(client, name), BUSY_STATES, timeout, f"EKS cluster {name}",
+                                     delay=delay, error=EksClusterError, clock=clock, sleep=sleep)
 
 
-@EksErrorHandler.common_error_handler("wait for the EKS cluster")
-def wait_for_cluster(client, name, waiter_name, timeout, delay=10):
-    attempts = max(1, int(timeout) // delay)
-    client.get_waiter(waiter_name).wait(name=name, WaiterConfig={"Delay": delay, "MaxAttempts": attempts})
+def wait_for_cluster(client, name, timeout, gone=False, delay=10, clock=None, sleep=None):
+    """Poll until the cluster is ACTIVE (FAILED or DELETING fail at once) or, with ``gone``, deleted."""
+    return common.wait_for_status(lambda: describe_cluster(client, name), "ACTIVE", timeout, f"EKS cluster {name}", gone=gone,
+                                  failed=() if gone else ("FAILED", "DELETING"), delay=delay, error=EksClusterError, clock=clock, sleep=sleep)
 
 
-def wait_for_update(client, name, update, timeout, delay=10, sleep=time.sleep):
-    """Poll an EKS update until it is no longer InProgress; raise EksClusterError on failure."""
+def wait_for_update(client, name, update, timeout, delay=10, clock=None, sleep=None):
+    """Poll an EKS update until it is no longer InProgress; raise EksClusterError unless it ends Successful."""
     if not update or not update.get("id"):
         return update
-    deadline = time.monotonic() + timeout
-    while update.get("status") == "InProgress":
-        if time.monotonic() > deadline:
-            raise EksClusterError(message=f"EKS update {update['id']} ({update.get('type')}) still in progress after {timeout} s")
-        sleep(delay)
-        update = describe_update(client, name, update["id"])
+    if update.get("status") == "InProgress":
+        update = common.wait_for(lambda: describe_update(client, name, update["id"]), lambda u: u.get("status") != "InProgress", timeout,
+                                 f"EKS update {update['id']} ({update.get('type')})", "to finish", delay=delay, error=EksClusterError,
+                                 clock=clock, sleep=sleep)
     if update.get("status") != "Successful":
         errors = "; ".join(e.get("errorMessage", "") for e in update.get("errors") or [])
         raise EksClusterError(message=f"EKS update {update['id']} ({update.get('type')}) ended {update.get('status')}: {errors}")

@@ -32,23 +32,16 @@ UpdateFileSystem, FSx for Lustre user guide):
 from __future__ import annotations
 
 import re
-import time
 
-try:
-    import botocore
-except ImportError:
-    pass  # handled by AnsibleAWSModule
-
-from ansible_collections.amazon.aws.plugins.module_utils.botocore import is_boto3_error_code
-from ansible_collections.amazon.aws.plugins.module_utils.errors import AWSErrorHandler
-from ansible_collections.amazon.aws.plugins.module_utils.exceptions import AnsibleAWSError
 from ansible_collections.amazon.aws.plugins.module_utils.retries import AWSRetry
 from ansible_collections.amazon.aws.plugins.module_utils.tagging import boto3_tag_list_to_ansible_dict
-from ansible_collections.amazon.aws.plugins.module_utils.tagging import compare_aws_tags
 
-DEPLOYMENT_TYPES = ("SCRATCH_2", "PERSISTENT_1", "PERSISTENT_2")
+from ansible_collections.trainium.eks.plugins.module_utils import trainium_common as common
+
+# The one definition lives in trainium_common; these names stay for callers of this file.
+DEPLOYMENT_TYPES = common.FSX_DEPLOYMENT_TYPES
+THROUGHPUTS = common.FSX_THROUGHPUTS
 PERSISTENT_TYPES = ("PERSISTENT_1", "PERSISTENT_2")
-THROUGHPUTS = {"SCRATCH_2": (), "PERSISTENT_1": (50, 100, 200), "PERSISTENT_2": (125, 250, 500, 1000)}
 LUSTRE_VERSIONS = {"SCRATCH_2": ("2.10", "2.12", "2.15"), "PERSISTENT_1": ("2.10", "2.12", "2.15"), "PERSISTENT_2": ("2.12", "2.15")}
 COMPRESSION_TYPES = ("NONE", "LZ4")
 AUTO_IMPORT_POLICIES = ("NONE", "NEW", "NEW_CHANGED", "NEW_CHANGED_DELETED")
@@ -59,7 +52,8 @@ SMALLEST_CAPACITY = 1200
 AVAILABLE = "AVAILABLE"
 DELETING = "DELETING"
 FAILED = "FAILED"
-BUSY = ("CREATING", "UPDATING")
+# Lifecycles in which FSx refuses DeleteFileSystem.
+BUSY_STATES = ("CREATING", "UPDATING")
 
 _MAINTENANCE = re.compile(r"^[1-7]:([01][0-9]|2[0-3]):[0-5][0-9]$")
 _S3_PATH = re.compile(r"^s3://(?P<bucket>[a-z0-9][a-z0-9.-]{1,61}[a-z0-9])(?P<prefix>/[^\s]*)?$")
@@ -70,16 +64,11 @@ _NAME = re.compile(r"^[^\s].{0,254}$")
 CAPACITY_RULE = "1200, 2400 or a multiple of 2400 GiB (SSD storage of SCRATCH_2, PERSISTENT_1 and PERSISTENT_2)"
 
 
-class TrainiumFsxError(AnsibleAWSError):
+class TrainiumFsxError(common.TrainiumAWSError):
     pass
 
 
-class FsxErrorHandler(AWSErrorHandler):
-    _CUSTOM_EXCEPTION = TrainiumFsxError
-
-    @classmethod
-    def _is_missing(cls):
-        return is_boto3_error_code(["FileSystemNotFound", "InvalidNetworkInterfaceID.NotFound"])
+FsxErrorHandler = common.error_handler(TrainiumFsxError, "FileSystemNotFound", "InvalidNetworkInterfaceID.NotFound")
 
 
 # ---------------------------------------------------------------- validation
@@ -235,18 +224,19 @@ def plan_update(current, params, current_security_group_ids=None):
     Compares only what the options ask for and what DescribeFileSystems
     reports (a field missing from the answer is left alone).
     ``current_security_group_ids`` is None when unknown (no network
-    interfaces reported). Returns a dict:
+    interfaces reported). Returns a dict in the shape of
+    ``trainium_common.new_plan``:
 
     * ``errors``: changes AWS refuses (a capacity decrease);
     * ``immutable``: differences that need a new file system, as
       ``"option: current -> wanted"``;
     * ``update``: UpdateFileSystem parameters (without FileSystemId), empty
       when nothing is to update;
-    * ``tags_to_set`` (dict) and ``tags_to_unset`` (list).
+    * ``tags_to_set`` (dict), ``tags_to_remove`` (list) and ``changed``.
     """
     lustre = current.get("LustreConfiguration") or {}
     repository = lustre.get("DataRepositoryConfiguration") or {}
-    plan = {"errors": [], "immutable": [], "update": {}, "tags_to_set": {}, "tags_to_unset": []}
+    plan = {"errors": [], "immutable": [], "update": {}}
     fs_id = current.get("FileSystemId")
 
     def immutable(option, have, want):
@@ -304,19 +294,10 @@ def plan_update(current, params, current_security_group_ids=None):
 
     have_tags = boto3_tag_list_to_ansible_dict(current.get("Tags") or [])
     if params.get("tags") is None:
-        wanted_tags = {"Name": params["name"]}
-        purge = False
+        tags = common.tag_diff(have_tags, {"Name": params["name"]}, purge_tags=False)
     else:
-        wanted_tags = desired_tags(params)
-        purge = params.get("purge_tags", True)
-    to_set, to_unset = compare_aws_tags(have_tags, wanted_tags, purge)
-    plan["tags_to_set"] = to_set
-    plan["tags_to_unset"] = sorted(to_unset)
-    return plan
-
-
-def plan_changes(plan):
-    return bool(plan["update"] or plan["tags_to_set"] or plan["tags_to_unset"])
+        tags = common.tag_diff(have_tags, desired_tags(params), params.get("purge_tags", True))
+    return common.new_plan(plan["errors"], tags, immutable=plan["immutable"], update=plan["update"])
 
 
 def apply_plan(current, plan):
@@ -332,10 +313,7 @@ def apply_plan(current, plan):
         repository = dict(after["LustreConfiguration"].get("DataRepositoryConfiguration") or {})
         repository["AutoImportPolicy"] = policy
         after["LustreConfiguration"]["DataRepositoryConfiguration"] = repository
-    tags = boto3_tag_list_to_ansible_dict(current.get("Tags") or [])
-    for key in plan["tags_to_unset"]:
-        tags.pop(key, None)
-    tags.update(plan["tags_to_set"])
+    tags = common.tags_after(boto3_tag_list_to_ansible_dict(current.get("Tags") or []), plan["tags_to_set"], plan["tags_to_remove"])
     after["Tags"] = [{"Key": k, "Value": v} for k, v in sorted(tags.items())]
     return after
 
@@ -435,25 +413,15 @@ def security_groups_of(ec2_client, network_interface_ids):
 @FsxErrorHandler.common_error_handler("create the FSx for Lustre file system")
 @AWSRetry.jittered_backoff()
 def create_file_system(client, request):
+    """CreateFileSystem with the request of ``create_request``; the new file system (CREATING)."""
     return client.create_file_system(**request)["FileSystem"]
 
 
 @FsxErrorHandler.common_error_handler("update the FSx for Lustre file system")
 @AWSRetry.jittered_backoff()
 def update_file_system(client, file_system_id, update):
+    """UpdateFileSystem with the ``update`` of ``plan_update``; AWS accepts it only while the file system is AVAILABLE."""
     return client.update_file_system(FileSystemId=file_system_id, **update)["FileSystem"]
-
-
-@FsxErrorHandler.common_error_handler("tag the FSx for Lustre file system")
-@AWSRetry.jittered_backoff()
-def tag_file_system(client, arn, tags):
-    client.tag_resource(ResourceARN=arn, Tags=[{"Key": k, "Value": v} for k, v in sorted(tags.items())])
-
-
-@FsxErrorHandler.common_error_handler("untag the FSx for Lustre file system")
-@AWSRetry.jittered_backoff()
-def untag_file_system(client, arn, keys):
-    client.untag_resource(ResourceARN=arn, TagKeys=list(keys))
 
 
 def delete_request(fs):
@@ -474,36 +442,17 @@ def is_busy_error(error):
     FSx answers ``BadRequest`` naming the lifecycle (there is no dedicated
     code); ``ResourceInUseException`` is accepted too.
     """
-    if not isinstance(error, botocore.exceptions.ClientError):
-        return False
-    details = error.response.get("Error", {})
-    code = details.get("Code")
-    if code == "ResourceInUseException":
+    code = common.error_code(error)
+    if code == common.IN_USE_CODE:
         return True
-    return code in ("BadRequest", "BadRequestException") and bool(_BUSY_MESSAGE.search(details.get("Message") or ""))
-
-
-def retry_while_busy(call, timeout, delay=5, max_delay=30, clock=None, sleep=None):
-    """Run ``call`` again, with exponential backoff, while it fails with ``is_busy_error``, for at most ``timeout`` seconds."""
-    clock = clock or time.monotonic
-    sleep = sleep or time.sleep
-    deadline = clock() + timeout
-    while True:
-        try:
-            return call()
-        except botocore.exceptions.ClientError as e:
-            remaining = deadline - clock()
-            if not is_busy_error(e) or remaining <= 0:
-                raise
-            sleep(min(delay, remaining))
-            delay = min(delay * 2, max_delay)
+    return code in ("BadRequest", "BadRequestException") and bool(_BUSY_MESSAGE.search(error.response["Error"].get("Message") or ""))
 
 
 @FsxErrorHandler.deletion_error_handler("delete the FSx for Lustre file system")
 def delete_file_system(client, fs, timeout=0, clock=None, sleep=None):
     """DeleteFileSystem; a refusal because the file system is busy is retried for ``timeout`` seconds."""
     request = delete_request(fs)
-    retry_while_busy(AWSRetry.jittered_backoff()(lambda: client.delete_file_system(**request)), timeout, clock=clock, sleep=sleep)
+    common.retry_in_use(lambda: client.delete_file_system(**request), timeout, in_use=is_busy_error, clock=clock, sleep=sleep)
     return True
 
 
@@ -514,42 +463,22 @@ def wait_until_settled(client, file_system_id, timeout, delay=15, clock=None, sl
     other lifecycle (AVAILABLE, FAILED, MISCONFIGURED, DELETING...) ends the
     wait. Raises TrainiumFsxError when ``timeout`` passes first.
     """
-    clock = clock or time.monotonic
-    sleep = sleep or time.sleep
-    deadline = clock() + timeout
-    while True:
-        fs = describe_file_system(client, file_system_id)
-        if fs is None or fs.get("Lifecycle") not in BUSY:
-            return fs
-        if clock() >= deadline:
-            raise TrainiumFsxError(
-                message=f"Timed out after {timeout} s waiting for FSx file system {file_system_id} to finish {fs['Lifecycle']} "
-                        "before deleting it (AWS refuses to delete a file system that is being created or updated)"
-            )
-        sleep(delay)
+    return common.wait_until_settled(lambda: describe_file_system(client, file_system_id), BUSY_STATES, timeout,
+                                     f"FSx file system {file_system_id}", state_key="Lifecycle", delay=delay,
+                                     error=TrainiumFsxError, clock=clock, sleep=sleep)
 
 
-def wait_for(client, file_system_id, timeout, delay=5, gone=False, clock=time.monotonic, sleep=time.sleep):
+def failure_reason(fs):
+    return (fs.get("FailureDetails") or {}).get("Message", "no reason given")
+
+
+def wait_for(client, file_system_id, timeout, delay=5, gone=False, clock=None, sleep=None):
     """Poll until the file system is AVAILABLE (or, with ``gone``, no longer listed).
 
     Returns the last DescribeFileSystems entry (None when gone). Raises
     TrainiumFsxError when it reaches FAILED or the timeout passes.
     """
-    deadline = clock() + timeout
-    while True:
-        fs = describe_file_system(client, file_system_id)
-        if gone and fs is None:
-            return None
-        if not gone:
-            if fs is None:
-                raise TrainiumFsxError(message=f"FSx file system {file_system_id} disappeared while waiting for it to become AVAILABLE")
-            if fs.get("Lifecycle") == AVAILABLE:
-                return fs
-            if fs.get("Lifecycle") == FAILED:
-                reason = (fs.get("FailureDetails") or {}).get("Message", "no reason given")
-                raise TrainiumFsxError(message=f"FSx file system {file_system_id} is FAILED: {reason}")
-        if clock() >= deadline:
-            what = "to be deleted" if gone else "to become AVAILABLE"
-            state = fs.get("Lifecycle") if fs else "gone"
-            raise TrainiumFsxError(message=f"Timed out after {timeout} s waiting for FSx file system {file_system_id} {what} (now {state})")
-        sleep(delay)
+    return common.wait_for_status(lambda: describe_file_system(client, file_system_id), AVAILABLE, timeout,
+                                  f"FSx file system {file_system_id}", gone=gone, failed=() if gone else (FAILED,),
+                                  reason=failure_reason, state_key="Lifecycle", delay=delay, error=TrainiumFsxError,
+                                  clock=clock, sleep=sleep)

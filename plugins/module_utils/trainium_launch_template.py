@@ -22,10 +22,9 @@ import binascii
 import copy
 import re
 
-from ansible_collections.amazon.aws.plugins.module_utils.botocore import is_boto3_error_code
-from ansible_collections.amazon.aws.plugins.module_utils.errors import AWSErrorHandler
-from ansible_collections.amazon.aws.plugins.module_utils.exceptions import AnsibleAWSError
 from ansible_collections.amazon.aws.plugins.module_utils.retries import AWSRetry
+
+from ansible_collections.trainium.eks.plugins.module_utils import trainium_common as common
 
 DEFAULT_ROOT_DEVICE = "/dev/xvda"
 TAGGED_RESOURCE_TYPES = ("instance", "volume", "network-interface")
@@ -42,21 +41,17 @@ RANGES = {
 }
 
 
-class TrainiumLaunchTemplateError(AnsibleAWSError):
+class TrainiumLaunchTemplateError(common.TrainiumAWSError):
     pass
 
 
-class LaunchTemplateErrorHandler(AWSErrorHandler):
-    _CUSTOM_EXCEPTION = TrainiumLaunchTemplateError
-
-    @classmethod
-    def _is_missing(cls):
-        return is_boto3_error_code([
-            "InvalidLaunchTemplateName.NotFoundException",
-            "InvalidLaunchTemplateId.NotFound",
-            "InvalidLaunchTemplateId.NotFoundException",
-            "InvalidAMIID.NotFound",
-        ])
+LaunchTemplateErrorHandler = common.error_handler(
+    TrainiumLaunchTemplateError,
+    "InvalidLaunchTemplateName.NotFoundException",
+    "InvalidLaunchTemplateId.NotFound",
+    "InvalidLaunchTemplateId.NotFoundException",
+    "InvalidAMIID.NotFound",
+)
 
 
 # ---------------------------------------------------------------- pure logic
@@ -231,13 +226,17 @@ def decide(template, current_data, desired_data):
     return "none"
 
 
-def tag_changes(current_tags, desired_tags):
-    """(tags to set, keys to remove) to turn current_tags into desired_tags."""
-    current = dict(current_tags or {})
-    desired = {str(k): str(v) for k, v in (desired_tags or {}).items()}
-    to_set = {k: v for k, v in desired.items() if current.get(k) != v}
-    to_remove = sorted(k for k in current if k not in desired)
-    return to_set, to_remove
+def template_tags(template):
+    return {t["Key"]: t["Value"] for t in (template or {}).get("Tags", [])}
+
+
+def plan_changes(template, current_data, desired_data, tags):
+    """What to do, in the shape of ``trainium_common.new_plan``: ``action`` (``create``,
+    ``new_version`` or None, see ``decide``) and the changes to the tags of an existing
+    template (all tags it carries but ``tags`` are removed); a new template gets its tags at creation."""
+    action = decide(template, current_data, desired_data)
+    tag_changes = common.tag_diff(template_tags(template), tags or {}) if template is not None else ({}, [])
+    return common.new_plan(tags=tag_changes, action=None if action == "none" else action)
 
 
 def count_efa_interfaces(data):
@@ -254,7 +253,7 @@ def template_result(template, data):
         "default_version": template.get("DefaultVersionNumber"),
         "latest_version": template.get("LatestVersionNumber"),
         "efa_interfaces": count_efa_interfaces(data),
-        "tags": {t["Key"]: t["Value"] for t in template.get("Tags", [])},
+        "tags": template_tags(template),
     }
 
 
@@ -312,15 +311,6 @@ def set_default_version(client, template_id, version):
     return client.modify_launch_template(LaunchTemplateId=template_id, DefaultVersion=str(version))["LaunchTemplate"]
 
 
-@LaunchTemplateErrorHandler.common_error_handler("tag launch template")
-@AWSRetry.jittered_backoff()
-def update_tags(client, template_id, to_set, to_remove):
-    if to_set:
-        client.create_tags(Resources=[template_id], Tags=tag_list(to_set))
-    if to_remove:
-        client.delete_tags(Resources=[template_id], Tags=[{"Key": k} for k in to_remove])
-
-
 @LaunchTemplateErrorHandler.deletion_error_handler("delete launch template")
 @AWSRetry.jittered_backoff()
 def delete_launch_template(client, name):
@@ -339,23 +329,19 @@ def ensure_present(client, params, check_mode):
     desired = build_launch_template_data(params, root_device)
     template = describe_launch_template(client, params["name"])
     current = describe_default_version_data(client, template["LaunchTemplateId"]) if template else None
-    action = decide(template, current, desired)
-    to_set, to_remove = tag_changes(
-        {t["Key"]: t["Value"] for t in (template or {}).get("Tags", [])}, params.get("tags"),
-    )
-    changed = action != "none" or (template is not None and bool(to_set or to_remove))
+    plan = plan_changes(template, current, desired, params.get("tags"))
+    data = desired if plan["action"] else current
     if check_mode:
-        return changed, current, desired, template, desired if action != "none" else current
-    if action == "create":
+        return plan["changed"], current, desired, template, data
+    if plan["action"] == "create":
         template = create_launch_template(client, params["name"], desired, params.get("tags"))
-    elif action == "new_version":
+    elif plan["action"] == "new_version":
         version = create_launch_template_version(client, template["LaunchTemplateId"], desired)
         set_default_version(client, template["LaunchTemplateId"], version)
-    if template is not None and action != "create" and (to_set or to_remove):
-        update_tags(client, template["LaunchTemplateId"], to_set, to_remove)
-    if changed:
+    common.update_tags(client, template["LaunchTemplateId"], plan["tags_to_set"], plan["tags_to_remove"])
+    if plan["changed"]:
         template = describe_launch_template(client, params["name"])
-    return changed, current, desired, template, desired if action != "none" else current
+    return plan["changed"], current, desired, template, data
 
 
 def ensure_absent(client, name, check_mode):

@@ -21,16 +21,13 @@ AMI type, Kubernetes version, update config - are left alone.
 from __future__ import annotations
 
 import copy
-import time
 
 from ansible.module_utils.common.dict_transformations import camel_dict_to_snake_dict
 
-from ansible_collections.amazon.aws.plugins.module_utils.botocore import is_boto3_error_code
-from ansible_collections.amazon.aws.plugins.module_utils.errors import AWSErrorHandler
-from ansible_collections.amazon.aws.plugins.module_utils.exceptions import AnsibleAWSError
 from ansible_collections.amazon.aws.plugins.module_utils.retries import AWSRetry
 
-from ansible_collections.trainium.eks.plugins.module_utils.trainium_eks import in_use_retries
+from ansible_collections.trainium.eks.plugins.module_utils import trainium_common as common
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_common import TAINT_EFFECT_CHOICES
 
 # Every AMIType of the EKS API (botocore 1.40 model).
 AMI_TYPES = (
@@ -41,48 +38,28 @@ AMI_TYPES = (
     "WINDOWS_CORE_2025_x86_64", "WINDOWS_FULL_2025_x86_64",
     "AL2023_x86_64_STANDARD", "AL2023_ARM_64_STANDARD", "AL2023_x86_64_NEURON", "AL2023_x86_64_NVIDIA", "AL2023_ARM_64_NVIDIA",
 )
-CAPACITY_TYPES = ("ON_DEMAND", "SPOT", "CAPACITY_BLOCK")
-TAINT_EFFECTS = ("NO_SCHEDULE", "NO_EXECUTE", "PREFER_NO_SCHEDULE")
-# Kubernetes spells the effects in CamelCase; EKS in upper snake case.
-KUBERNETES_TAINT_EFFECTS = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
-TAINT_EFFECT_CHOICES = TAINT_EFFECTS + tuple(KUBERNETES_TAINT_EFFECTS)
 
-BUSY_STATES = ("CREATING", "UPDATING", "DELETING")
 # States in which EKS refuses DeleteNodegroup (ResourceInUseException).
-SETTLING_STATES = ("CREATING", "UPDATING")
+BUSY_STATES = ("CREATING", "UPDATING")
 FAILED_STATES = ("CREATE_FAILED", "DEGRADED", "DELETE_FAILED")
 
 
-class TrainiumNodegroupError(AnsibleAWSError):
+class TrainiumNodegroupError(common.TrainiumAWSError):
     pass
 
 
-class NodegroupErrorHandler(AWSErrorHandler):
-    _CUSTOM_EXCEPTION = TrainiumNodegroupError
-
-    @classmethod
-    def _is_missing(cls):
-        return is_boto3_error_code("ResourceNotFoundException")
+NodegroupErrorHandler = common.error_handler(TrainiumNodegroupError, "ResourceNotFoundException")
 
 
 # --------------------------------------------------------------------------
 # Pure decisions
 # --------------------------------------------------------------------------
 
-def taint_effect(effect):
-    """The EKS spelling of a taint effect given in either spelling; ValueError otherwise."""
-    if effect in TAINT_EFFECTS:
-        return effect
-    if effect in KUBERNETES_TAINT_EFFECTS:
-        return KUBERNETES_TAINT_EFFECTS[effect]
-    raise ValueError(effect)
-
-
 def normalize_taints(taints):
     """Taints in the EKS shape ``{key, value?, effect}``, effects converted, no empty value."""
     result = []
     for taint in taints or []:
-        item = {"key": taint["key"], "effect": taint_effect(taint["effect"])}
+        item = {"key": taint["key"], "effect": common.eks_taint_effect(taint["effect"])}
         if taint.get("value") not in (None, ""):
             item["value"] = str(taint["value"])
         result.append(item)
@@ -143,44 +120,31 @@ def _drop_none(data):
     return {k: v for k, v in data.items() if v is not None}
 
 
+# option: CreateNodegroup key, for the options passed on as they are (unset or empty: absent)
+_SCALAR_OPTIONS = {"node_role_arn": "nodeRole", "ami_type": "amiType", "capacity_type": "capacityType", "release_version": "releaseVersion"}
+# the same for list options (an empty list is kept: validate_params refuses it)
+_LIST_OPTIONS = {"subnets": "subnets", "instance_types": "instanceTypes"}
+# the same for dict options: option: (key, {suboption: field}); suboptions left unset are absent
+_DICT_OPTIONS = {
+    "scaling_config": ("scalingConfig", {"min_size": "minSize", "max_size": "maxSize", "desired_size": "desiredSize"}),
+    "update_config": ("updateConfig", {"max_unavailable": "maxUnavailable", "max_unavailable_percentage": "maxUnavailablePercentage"}),
+}
+
+
 def desired_state(params):
     """What the user asked for, in EKS API shape; options left unset are absent."""
-    desired = {}
-    if params.get("node_role_arn"):
-        desired["nodeRole"] = params["node_role_arn"]
-    if params.get("subnets") is not None:
-        desired["subnets"] = list(params["subnets"])
-    if params.get("ami_type"):
-        desired["amiType"] = params["ami_type"]
-    if params.get("capacity_type"):
-        desired["capacityType"] = params["capacity_type"]
-    if params.get("instance_types") is not None:
-        desired["instanceTypes"] = list(params["instance_types"])
-    if params.get("release_version"):
-        desired["releaseVersion"] = params["release_version"]
+    desired = {key: params[option] for option, key in _SCALAR_OPTIONS.items() if params.get(option)}
+    desired.update({key: list(params[option]) for option, key in _LIST_OPTIONS.items() if params.get(option) is not None})
     template = params.get("launch_template")
     if template:
         lt = _drop_none({"id": template.get("id"), "name": template.get("name")})
         if template.get("version") not in (None, ""):
             lt["version"] = str(template["version"])
         desired["launchTemplate"] = lt
-    scaling = params.get("scaling_config")
-    if scaling:
-        sizes = _drop_none({
-            "minSize": scaling.get("min_size"),
-            "maxSize": scaling.get("max_size"),
-            "desiredSize": scaling.get("desired_size"),
-        })
-        if sizes:
-            desired["scalingConfig"] = sizes
-    update = params.get("update_config")
-    if update:
-        config = _drop_none({
-            "maxUnavailable": update.get("max_unavailable"),
-            "maxUnavailablePercentage": update.get("max_unavailable_percentage"),
-        })
-        if config:
-            desired["updateConfig"] = config
+    for option, (key, fields) in _DICT_OPTIONS.items():
+        values = _drop_none({field: (params.get(option) or {}).get(suboption) for suboption, field in fields.items()})
+        if values:
+            desired[key] = values
     if params.get("labels") is not None:
         desired["labels"] = {str(k): str(v) for k, v in params["labels"].items()}
     if params.get("taints") is not None:
@@ -303,33 +267,20 @@ def version_update_request(current, desired):
     return request
 
 
-def tag_changes(current, wanted, purge):
-    """(tags to set, keys to remove) turning ``current`` into ``wanted``; None ``wanted`` changes nothing."""
-    if wanted is None:
-        return {}, []
-    current = current or {}
-    add = {k: v for k, v in wanted.items() if current.get(k) != v}
-    remove = sorted(k for k in current if k not in wanted and not k.startswith("aws:")) if purge else []
-    return add, remove
-
-
 def plan_changes(current, desired, purge_tags=True):
-    """Everything to do to an existing node group: a dict with ``errors`` (immutable differences),
-    ``config`` and ``version`` (request kwargs or None) and ``tags`` ((add, remove))."""
-    plan = {
-        "errors": immutable_differences(current, desired),
-        "config": config_update_request(current, desired),
-        "version": version_update_request(current, desired),
-        "tags": tag_changes(current.get("tags"), desired.get("tags"), purge_tags),
-    }
-    if plan["config"] and "scalingConfig" in plan["config"]:
-        sizes = plan["config"]["scalingConfig"]
-        plan["errors"].extend(scaling_errors(
+    """Everything to do to an existing node group, in the shape of ``trainium_common.new_plan``:
+    ``errors`` (immutable differences, impossible sizes), ``config`` and ``version`` (request kwargs
+    or None), ``tags_to_set``, ``tags_to_remove`` and ``changed``."""
+    errors = immutable_differences(current, desired)
+    config = config_update_request(current, desired)
+    if config and "scalingConfig" in config:
+        sizes = config["scalingConfig"]
+        errors.extend(scaling_errors(
             {"min_size": sizes.get("minSize"), "max_size": sizes.get("maxSize"), "desired_size": sizes.get("desiredSize")},
             "scaling_config (with the node group's current sizes)",
         ))
-    plan["changed"] = bool(plan["config"] or plan["version"] or plan["tags"][0] or plan["tags"][1])
-    return plan
+    tags = common.tag_diff(current.get("tags"), desired.get("tags"), purge_tags)
+    return common.new_plan(errors, tags, config=config, version=version_update_request(current, desired))
 
 
 def predict(current, plan):
@@ -356,11 +307,8 @@ def predict(current, plan):
         after["launchTemplate"] = dict(after.get("launchTemplate") or {}, version=version["launchTemplate"]["version"])
     if "releaseVersion" in version:
         after["releaseVersion"] = version["releaseVersion"]
-    add, remove = plan.get("tags", ({}, []))
-    if add or remove:
-        tags = {k: v for k, v in (after.get("tags") or {}).items() if k not in remove}
-        tags.update(add)
-        after["tags"] = tags
+    if plan.get("tags_to_set") or plan.get("tags_to_remove"):
+        after["tags"] = common.tags_after(after.get("tags"), plan.get("tags_to_set", {}), plan.get("tags_to_remove", []))
     return after
 
 
@@ -422,34 +370,21 @@ def create_nodegroup(client, request):
 
 
 @NodegroupErrorHandler.common_error_handler("update the node group configuration")
-@AWSRetry.jittered_backoff()
-def update_nodegroup_config(client, request):
-    return client.update_nodegroup_config(**request)["update"]
+def update_nodegroup_config(client, request, timeout=None):
+    """UpdateNodegroupConfig; refused while another update runs (ResourceInUseException), retried within ``timeout`` seconds."""
+    return common.retry_in_use(lambda: client.update_nodegroup_config(**request), timeout)["update"]
 
 
 @NodegroupErrorHandler.common_error_handler("update the node group version (launch template version or release)")
-@AWSRetry.jittered_backoff()
-def update_nodegroup_version(client, request):
-    return client.update_nodegroup_version(**request)["update"]
-
-
-@NodegroupErrorHandler.common_error_handler("tag the node group")
-@AWSRetry.jittered_backoff()
-def tag_nodegroup(client, arn, tags):
-    client.tag_resource(resourceArn=arn, tags=tags)
-
-
-@NodegroupErrorHandler.common_error_handler("untag the node group")
-@AWSRetry.jittered_backoff()
-def untag_nodegroup(client, arn, keys):
-    client.untag_resource(resourceArn=arn, tagKeys=keys)
+def update_nodegroup_version(client, request, timeout=None):
+    """UpdateNodegroupVersion; an update in progress is retried like ``update_nodegroup_config``."""
+    return common.retry_in_use(lambda: client.update_nodegroup_version(**request), timeout)["update"]
 
 
 @NodegroupErrorHandler.deletion_error_handler("delete the node group")
-def delete_nodegroup(client, cluster_name, name, timeout=None):
+def delete_nodegroup(client, cluster_name, name, timeout=None, clock=None, sleep=None):
     """DeleteNodegroup; ResourceInUseException (node group still CREATING/UPDATING) is retried with backoff within ``timeout`` seconds."""
-    retry = AWSRetry.jittered_backoff(retries=in_use_retries(timeout), delay=5, max_delay=30, catch_extra_error_codes=["ResourceInUseException"])
-    retry(lambda: client.delete_nodegroup(clusterName=cluster_name, nodegroupName=name))()
+    common.retry_in_use(lambda: client.delete_nodegroup(clusterName=cluster_name, nodegroupName=name), timeout, clock=clock, sleep=sleep)
     return True
 
 
@@ -460,39 +395,15 @@ def wait_until_settled(client, cluster_name, name, timeout, delay=15, sleep=None
     (ACTIVE, CREATE_FAILED, DEGRADED, DELETING...) ends the wait. Raises
     TrainiumNodegroupError when ``timeout`` passes first.
     """
-    clock = clock or time.monotonic
-    sleep = sleep or time.sleep
-    deadline = clock() + timeout
-    while True:
-        nodegroup = describe_nodegroup(client, cluster_name, name)
-        if nodegroup is None or nodegroup.get("status") not in SETTLING_STATES:
-            return nodegroup
-        if clock() >= deadline:
-            raise TrainiumNodegroupError(
-                message=f"timed out after {timeout}s waiting for node group {name} of cluster {cluster_name} to finish {nodegroup['status']} "
-                        "before deleting it (EKS refuses to delete a node group that is being created or updated)"
-            )
-        sleep(delay)
+    return common.wait_until_settled(lambda: describe_nodegroup(client, cluster_name, name), BUSY_STATES, timeout,
+                                     f"node group {name} of cluster {cluster_name}", delay=delay, error=TrainiumNodegroupError,
+                                     clock=clock, sleep=sleep)
 
 
-def wait_for_nodegroup(client, cluster_name, name, gone=False, timeout=1200, delay=15, sleep=time.sleep, clock=time.monotonic):
+def wait_for_nodegroup(client, cluster_name, name, gone=False, timeout=1200, delay=15, sleep=None, clock=None):
     """Poll until the node group is ACTIVE (or gone when ``gone``); raise TrainiumNodegroupError on
     a failed state or timeout. Returns the last description (None when gone)."""
-    deadline = clock() + timeout
-    while True:
-        nodegroup = describe_nodegroup(client, cluster_name, name)
-        if gone and nodegroup is None:
-            return None
-        if nodegroup is None:
-            raise TrainiumNodegroupError(message=f"node group {name} of cluster {cluster_name} disappeared while waiting for it to become ACTIVE")
-        status = nodegroup.get("status")
-        if not gone and status == "ACTIVE":
-            return nodegroup
-        if status == "DELETE_FAILED" or (not gone and status in FAILED_STATES):
-            raise TrainiumNodegroupError(message=f"node group {name} of cluster {cluster_name} is {status}: {health_message(nodegroup)}")
-        if clock() >= deadline:
-            target = "to be deleted" if gone else "to become ACTIVE"
-            raise TrainiumNodegroupError(
-                message=f"timed out after {timeout}s waiting for node group {name} of cluster {cluster_name} {target}; status {status}"
-            )
-        sleep(delay)
+    return common.wait_for_status(lambda: describe_nodegroup(client, cluster_name, name), "ACTIVE", timeout,
+                                  f"node group {name} of cluster {cluster_name}", gone=gone,
+                                  failed=("DELETE_FAILED",) if gone else FAILED_STATES, reason=health_message,
+                                  delay=delay, error=TrainiumNodegroupError, clock=clock, sleep=sleep)

@@ -92,8 +92,8 @@ removed:
 
 from ansible_collections.amazon.aws.plugins.module_utils.modules import AnsibleAWSModule
 
-from ansible_collections.trainium.eks.plugins.module_utils.ecr_tags import EcrTagsError
 from ansible_collections.trainium.eks.plugins.module_utils.ecr_tags import ensure_tags
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_common import fail_on_aws_error
 
 
 def main():
@@ -105,19 +105,15 @@ def main():
     )
     module = AnsibleAWSModule(argument_spec=argument_spec, supports_check_mode=True)
     client = module.client("ecr")
-    try:
-        result = ensure_tags(
-            client,
-            module.params["name"],
-            module.params["tags"],
-            purge=module.params["purge_tags"],
-            registry_id=module.params["registry_id"],
-            check_mode=module.check_mode,
-        )
-    except EcrTagsError as e:
-        module.fail_json_aws_error(e)
+    result = fail_on_aws_error(
+        module, ensure_tags, client, module.params["name"], module.params["tags"],
+        purge=module.params["purge_tags"], registry_id=module.params["registry_id"], check_mode=module.check_mode,
+    )
+    if result is None:
+        return
     if not result.pop("found"):
         module.fail_json(msg=f"name: got {module.params['name']}; allowed: an existing ECR repository (not found)")
+        return
     before = result.pop("before")
     if module._diff:
         result["diff"] = {"before": {"tags": before}, "after": {"tags": result["tags"]}}

@@ -203,7 +203,7 @@ diff:
 
 from ansible_collections.amazon.aws.plugins.module_utils.modules import AnsibleAWSModule
 
-from ansible_collections.trainium.eks.plugins.module_utils.trainium_launch_template import TrainiumLaunchTemplateError
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_common import fail_on_aws_error
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_launch_template import diff_view
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_launch_template import ensure_absent
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_launch_template import ensure_present
@@ -238,19 +238,23 @@ def main():
     errors = validation_errors(params)
     if errors:
         module.fail_json(msg=" | ".join(errors), errors=errors)
+        return
 
     client = module.client("ec2")
-    try:
-        if params["state"] == "absent":
-            changed, before = ensure_absent(client, params["name"], module.check_mode)
-            result = dict(changed=changed, launch_template={})
-            if module._diff:
-                result["diff"] = dict(before=diff_view(before), after={})
-            module.exit_json(**result)
-        changed, before, after, template, data = ensure_present(client, params, module.check_mode)
-    except TrainiumLaunchTemplateError as e:
-        module.fail_json_aws_error(e)
-
+    if params["state"] == "absent":
+        outcome = fail_on_aws_error(module, ensure_absent, client, params["name"], module.check_mode)
+        if outcome is None:
+            return
+        changed, before = outcome
+        result = dict(changed=changed, launch_template={})
+        if module._diff:
+            result["diff"] = dict(before=diff_view(before), after={})
+        module.exit_json(**result)
+        return
+    outcome = fail_on_aws_error(module, ensure_present, client, params, module.check_mode)
+    if outcome is None:
+        return
+    changed, before, after, template, data = outcome
     result = dict(
         changed=changed,
         launch_template=template_result(template, data),

@@ -12,8 +12,8 @@ short_description: Create, update and delete an Amazon EKS cluster and its IAM O
 version_added: 0.2.0
 description:
   - Creates an EKS cluster, or brings an existing one to the requested
-    control plane logging, endpoint access, authentication mode, Kubernetes
-    version (one minor version up at a time), secrets encryption and tags.
+    control plane logging, endpoint access, authentication mode, upgrade policy,
+    Kubernetes version (one minor version up at a time), secrets encryption and tags.
   - Only what the task sets is compared; an option left unset never causes a change.
   - Settings that EKS cannot change in place (O(role_arn), O(subnets),
     O(security_groups), O(service_ipv4_cidr), another secrets encryption key,
@@ -95,6 +95,17 @@ options:
     type: str
     choices: [CONFIG_MAP, API_AND_CONFIG_MAP, API]
     default: API_AND_CONFIG_MAP
+  upgrade_policy:
+    description:
+      - Support type of the cluster's Kubernetes version (C(upgradePolicy.supportType)).
+        V(STANDARD) ends support with the version's standard support, after which EKS
+        upgrades the control plane; V(EXTENDED) keeps the version in (billed) extended support.
+      - Set at creation and changed in place (C(UpdateClusterConfig)) when the cluster reports another one.
+        A cluster whose description carries no upgrade policy (older APIs, the local rehearsal's moto)
+        is left alone.
+    type: str
+    choices: [STANDARD, EXTENDED]
+    default: STANDARD
   bootstrap_cluster_creator_admin:
     description:
       - Give the IAM principal that creates the cluster Kubernetes administrator
@@ -253,6 +264,10 @@ cluster:
       description: Authentication mode.
       type: str
       sample: API_AND_CONFIG_MAP
+    upgrade_policy:
+      description: Support type of the cluster's version (C(STANDARD) or C(EXTENDED)); null when EKS does not report it.
+      type: str
+      sample: STANDARD
     secrets_encryption_kms_key_arn:
       description: KMS key that encrypts secrets, or null.
       type: str
@@ -272,7 +287,7 @@ updates:
   returned: always
   type: list
   elements: str
-  sample: [logging, endpoint_access, tags]
+  sample: [logging, endpoint_access, upgrade_policy, tags]
 diff:
   description: Cluster settings before and after, when run with C(--diff).
   returned: when diff mode is on
@@ -283,15 +298,16 @@ import time
 
 from ansible_collections.amazon.aws.plugins.module_utils.modules import AnsibleAWSModule
 
+from ansible_collections.trainium.eks.plugins.module_utils import trainium_common as common
 from ansible_collections.trainium.eks.plugins.module_utils import trainium_eks as eks
 
-
-def _update_kind(payload):
-    if "logging" in payload:
-        return "logging"
-    if "resourcesVpcConfig" in payload:
-        return "endpoint_access"
-    return "authentication_mode"
+# UpdateClusterConfig payload key: the name of the update in the result.
+UPDATE_KINDS = {
+    "logging": "logging",
+    "resourcesVpcConfig": "endpoint_access",
+    "accessConfig": "authentication_mode",
+    "upgradePolicy": "upgrade_policy",
+}
 
 
 def ensure_oidc_provider(module, iam, cluster):
@@ -315,42 +331,48 @@ def ensure_oidc_provider(module, iam, cluster):
     return True, eks.create_oidc_provider(iam, issuer, tags)
 
 
+def _look_up(client, name):
+    """(the cluster or None, its diff view)."""
+    cluster = eks.describe_cluster(client, name)
+    return cluster, (eks.diff_view(cluster) if cluster else {})
+
+
 def present(module, client, iam):
     params = module.params
     name = params["name"]
-    timeout = params["wait_timeout"]
-    cluster = eks.describe_cluster(client, name)
-    before = eks.diff_view(cluster) if cluster else {}
+    cluster, before = _look_up(client, name)
     updates = []
 
     if cluster is None:
         missing = [option for option in ("role_arn", "subnets") if not params.get(option)]
         if missing:
             module.fail_json(msg=f"{', '.join(missing)}: required to create EKS cluster {name}, which does not exist")
+            return
         request = eks.create_request(params)
         if module.check_mode:
             after = eks.cluster_from_request(request)
-            result = eks.describe_result(after)
-            module.exit_json(changed=True, exists=True, cluster=result, updates=["create"],
+            module.exit_json(changed=True, exists=True, cluster=eks.describe_result(after), updates=["create"],
                              **_diff(module, before, eks.diff_view(after)))
+            return
         cluster = eks.create_cluster(client, request)
         updates.append("create")
         if params["wait"]:
-            eks.wait_for_cluster(client, name, "cluster_active", timeout)
+            eks.wait_for_cluster(client, name, params["wait_timeout"])
     else:
         if cluster.get("status") in ("DELETING", "FAILED"):
             module.fail_json(msg=f"EKS cluster {name} is {cluster['status']}; delete it (state=absent) and run again",
                              cluster=eks.describe_result(cluster))
-        try:
-            plan = eks.plan_update(cluster, params, params["purge_tags"])
-        except eks.EksConfigError as e:
-            module.fail_json(msg=str(e))
-        if not eks.plan_is_empty(plan):
+            return
+        plan = eks.plan_update(cluster, params, params["purge_tags"])
+        if plan["errors"]:
+            module.fail_json(msg=eks.refusal(cluster, plan["errors"]))
+            return
+        if plan["changed"]:
             updates = _plan_kinds(plan)
             if module.check_mode:
                 cluster = eks.apply_plan_locally(cluster, plan)
-            else:
-                _apply(module, client, cluster, plan)
+            elif not _apply(module, client, cluster, plan):
+                return
 
     if not module.check_mode:
         cluster = eks.describe_cluster(client, name) or cluster
@@ -372,7 +394,7 @@ def _plan_kinds(plan):
     kinds = []
     if plan["version"]:
         kinds.append("version")
-    kinds.extend(_update_kind(p) for p in plan["config"])
+    kinds.extend(UPDATE_KINDS[key] for payload in plan["config"] for key in payload)
     if plan["encryption"]:
         kinds.append("encryption")
     if plan["tags_to_set"] or plan["tags_to_remove"]:
@@ -381,28 +403,27 @@ def _plan_kinds(plan):
 
 
 def _apply(module, client, cluster, plan):
-    """Run the plan's EKS updates one after another (EKS runs one update at a time)."""
+    """Run the plan's EKS updates one after another (EKS runs one update at a time); False when the module failed."""
     name = cluster["name"]
     timeout = module.params["wait_timeout"]
     if cluster.get("status") != "ACTIVE":
         if not module.params["wait"]:
             module.fail_json(msg=f"EKS cluster {name} is {cluster.get('status')}; updates need ACTIVE (set wait=true to wait for it)")
-        eks.wait_for_cluster(client, name, "cluster_active", timeout)
+            return False
+        eks.wait_for_cluster(client, name, timeout)
     calls = []
     if plan["version"]:
-        calls.append(lambda: eks.update_cluster_version(client, name, plan["version"]))
+        calls.append(lambda: eks.update_cluster_version(client, name, plan["version"], timeout))
     for payload in plan["config"]:
-        calls.append(lambda payload=payload: eks.update_cluster_config(client, name, payload))
+        calls.append(lambda payload=payload: eks.update_cluster_config(client, name, payload, timeout))
     if plan["encryption"]:
-        calls.append(lambda: eks.associate_encryption(client, name, plan["encryption"]))
+        calls.append(lambda: eks.associate_encryption(client, name, plan["encryption"], timeout))
     for index, call in enumerate(calls):
         update = call()
         if params_wait_after(index, len(calls), module.params["wait"]):
             eks.wait_for_update(client, name, update, timeout)
-    if plan["tags_to_remove"]:
-        eks.untag_cluster(client, cluster["arn"], plan["tags_to_remove"])
-    if plan["tags_to_set"]:
-        eks.tag_cluster(client, cluster["arn"], plan["tags_to_set"])
+    common.update_tags(client, cluster["arn"], plan["tags_to_set"], plan["tags_to_remove"])
+    return True
 
 
 def params_wait_after(index, count, wait):
@@ -413,8 +434,7 @@ def params_wait_after(index, count, wait):
 def absent(module, client, iam):
     params = module.params
     name = params["name"]
-    cluster = eks.describe_cluster(client, name)
-    before = eks.diff_view(cluster) if cluster else {}
+    cluster, before = _look_up(client, name)
     updates = []
     if params["oidc_provider"]:
         issuer_arn = eks.oidc_provider_arn_for(cluster.get("arn"), eks.oidc_issuer(cluster)) if cluster else None
@@ -435,7 +455,7 @@ def absent(module, client, iam):
     exists = cluster is not None
     if exists and not module.check_mode:
         if params["wait"]:
-            eks.wait_for_cluster(client, name, "cluster_deleted", params["wait_timeout"])
+            eks.wait_for_cluster(client, name, params["wait_timeout"], gone=True)
         cluster = eks.describe_cluster(client, name)
         exists = cluster is not None
     elif module.check_mode:
@@ -465,28 +485,21 @@ def main():
         logging=dict(type="list", elements="str", choices=list(eks.LOG_TYPES)),
         secrets_encryption_kms_key_arn=dict(type="str", no_log=False),
         authentication_mode=dict(type="str", choices=list(eks.AUTHENTICATION_MODES), default="API_AND_CONFIG_MAP"),
+        upgrade_policy=dict(type="str", choices=list(eks.SUPPORT_TYPES), default="STANDARD"),
         bootstrap_cluster_creator_admin=dict(type="bool", default=True),
         service_ipv4_cidr=dict(type="str"),
         oidc_provider=dict(type="bool", default=True),
-        tags=dict(type="dict", aliases=["resource_tags"]),
-        purge_tags=dict(type="bool", default=True),
-        wait=dict(type="bool", default=False),
-        wait_timeout=dict(type="int", default=1200),
+        **common.tags_and_wait_options(wait_timeout=1200),
     )
     module = AnsibleAWSModule(argument_spec=argument_spec, supports_check_mode=True)
     try:
         eks.validate_request(module.params)
     except eks.EksConfigError as e:
         module.fail_json(msg=str(e))
+        return
     client = module.client("eks")
     iam = module.client("iam")
-    try:
-        if module.params["state"] == "present":
-            present(module, client, iam)
-        else:
-            absent(module, client, iam)
-    except eks.EksClusterError as e:
-        module.fail_json_aws_error(e)
+    common.fail_on_aws_error(module, present if module.params["state"] == "present" else absent, module, client, iam)
 
 
 if __name__ == "__main__":

@@ -359,6 +359,7 @@ import time
 
 from ansible_collections.amazon.aws.plugins.module_utils.modules import AnsibleAWSModule
 
+from ansible_collections.trainium.eks.plugins.module_utils import trainium_common as common
 from ansible_collections.trainium.eks.plugins.module_utils import trainium_nodegroup as ng
 
 
@@ -367,6 +368,7 @@ def _absent(module, client):
     cluster, name = params["cluster_name"], params["name"]
     if ng.describe_cluster(client, cluster) is None:
         module.exit_json(changed=False, nodegroup={}, deleted=[])
+        return
     if name:
         candidates = [name]
     else:
@@ -385,7 +387,7 @@ def _absent(module, client):
         deadline = time.monotonic() + params["wait_timeout"]
         for current in targets:
             status = current.get("status")
-            if status in ng.SETTLING_STATES:
+            if status in ng.BUSY_STATES:
                 # EKS refuses DeleteNodegroup while it is CREATING/UPDATING (a run interrupted
                 # during creation): wait that out whatever wait says.
                 settled = ng.wait_until_settled(client, cluster, current["nodegroupName"], max(1, deadline - time.monotonic()))
@@ -411,12 +413,16 @@ def _present(module, client, desired):
         if module.check_mode:
             module.warn(f"{message} (check mode: the node group {name} would be created with the cluster)")
             module.exit_json(changed=True, nodegroup={}, updates=[])
+            return
         module.fail_json(msg=message)
+        return
     current = ng.describe_nodegroup(client, cluster, name)
     if current is None:
         _create(module, client, desired)
+        return
     if current.get("status") == "DELETING":
         module.fail_json(msg=f"node group {name} of cluster {cluster} is being deleted; run again once it is gone", nodegroup=ng.summarize(current))
+        return
     plan = ng.plan_changes(current, desired, purge_tags=params["purge_tags"])
     if plan["errors"]:
         module.fail_json(
@@ -425,21 +431,18 @@ def _present(module, client, desired):
                 + " - delete it (state=absent) or choose another name",
             nodegroup=ng.summarize(current),
         )
+        return
     updates = []
     after = ng.predict(current, plan)
     if plan["changed"] and not module.check_mode:
         if plan["config"]:
-            updates.append(ng.update_nodegroup_config(client, plan["config"]))
+            updates.append(ng.update_nodegroup_config(client, plan["config"], timeout=params["wait_timeout"]))
         if plan["version"]:
             if plan["config"]:
                 # EKS runs one update at a time.
                 ng.wait_for_nodegroup(client, cluster, name, timeout=params["wait_timeout"])
-            updates.append(ng.update_nodegroup_version(client, plan["version"]))
-        add, remove = plan["tags"]
-        if remove:
-            ng.untag_nodegroup(client, current["nodegroupArn"], remove)
-        if add:
-            ng.tag_nodegroup(client, current["nodegroupArn"], add)
+            updates.append(ng.update_nodegroup_version(client, plan["version"], timeout=params["wait_timeout"]))
+        common.update_tags(client, current["nodegroupArn"], plan["tags_to_set"], plan["tags_to_remove"])
         after = ng.describe_nodegroup(client, cluster, name) or after
     if params["wait"] and not module.check_mode and after.get("status") != "ACTIVE":
         after = ng.wait_for_nodegroup(client, cluster, name, timeout=params["wait_timeout"])
@@ -454,6 +457,7 @@ def _create(module, client, desired):
     errors = ng.creation_errors(desired)
     if errors:
         module.fail_json(msg=f"node group {params['name']} of cluster {params['cluster_name']} does not exist - " + " | ".join(errors))
+        return
     request = ng.create_request(params["cluster_name"], params["name"], desired)
     if module.check_mode:
         nodegroup = ng.predict_new(request)
@@ -482,7 +486,7 @@ def main():
         )),
         ami_type=dict(type="str", choices=list(ng.AMI_TYPES)),
         release_version=dict(type="str"),
-        capacity_type=dict(type="str", choices=list(ng.CAPACITY_TYPES)),
+        capacity_type=dict(type="str", choices=list(common.CAPACITY_TYPES)),
         instance_types=dict(type="list", elements="str"),
         scaling_config=dict(type="dict", options=dict(
             min_size=dict(type="int"),
@@ -497,12 +501,9 @@ def main():
         taints=dict(type="list", elements="dict", options=dict(
             key=dict(type="str", required=True, no_log=False),
             value=dict(type="str"),
-            effect=dict(type="str", required=True, choices=list(ng.TAINT_EFFECT_CHOICES)),
+            effect=dict(type="str", required=True, choices=list(common.TAINT_EFFECT_CHOICES)),
         )),
-        tags=dict(type="dict", aliases=["resource_tags"]),
-        purge_tags=dict(type="bool", default=True),
-        wait=dict(type="bool", default=False),
-        wait_timeout=dict(type="int", default=1200),
+        **common.tags_and_wait_options(wait_timeout=1200),
     )
     module = AnsibleAWSModule(
         argument_spec=argument_spec,
@@ -514,16 +515,16 @@ def main():
     params = module.params
     if params["match_tags"] is not None and params["state"] == "present":
         module.fail_json(msg="match_tags: set with state=present; allowed: only with state=absent")
+        return
     errors = ng.validate_params(params)
     if errors:
         module.fail_json(msg=f"{len(errors)} problem(s) in the parameters: " + " | ".join(errors))
+        return
     client = module.client("eks")
-    try:
-        if params["state"] == "absent":
-            _absent(module, client)
-        _present(module, client, ng.desired_state(params))
-    except ng.TrainiumNodegroupError as e:
-        module.fail_json_aws_error(e)
+    if params["state"] == "absent":
+        common.fail_on_aws_error(module, _absent, module, client)
+    else:
+        common.fail_on_aws_error(module, _present, module, client, ng.desired_state(params))
 
 
 if __name__ == "__main__":

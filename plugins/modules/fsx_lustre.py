@@ -320,8 +320,8 @@ import time
 
 from ansible_collections.amazon.aws.plugins.module_utils.modules import AnsibleAWSModule
 
+from ansible_collections.trainium.eks.plugins.module_utils import trainium_common as common
 from ansible_collections.trainium.eks.plugins.module_utils import trainium_fsx as fsx
-from ansible_collections.trainium.eks.plugins.module_utils.trainium_fsx import TrainiumFsxError
 
 
 class FsxLustre:
@@ -356,11 +356,13 @@ class FsxLustre:
         return fsx.summarize(fs, groups)
 
     def find(self):
+        """(the live file system or None, those being deleted); fails the module (returns None) when the name is taken twice."""
         live, deleting = fsx.find_by_name(fsx.describe_file_systems(self.client), self.params["name"])
         if len(live) > 1:
             ids = ", ".join(sorted(fs["FileSystemId"] for fs in live))
             self.module.fail_json(msg=f"name: {len(live)} FSx for Lustre file systems have the Name tag {self.params['name']!r} ({ids}); "
                                       "delete all but one or choose another name")
+            return None
         return (live[0] if live else None), deleting
 
     def exit(self, fs, **extra):
@@ -372,13 +374,16 @@ class FsxLustre:
     # ------------------------------------------------------------- present
 
     def present(self):
-        current, _deleting = self.find()
+        found = self.find()
+        if found is None:
+            return
+        current = found[0]
         if current is None:
             self.create()
         elif current.get("Lifecycle") == fsx.FAILED:
-            reason = (current.get("FailureDetails") or {}).get("Message", "no reason given")
             self.module.fail_json(
-                msg=f"FSx file system {current['FileSystemId']} ({self.params['name']}) is FAILED: {reason}; delete it (state=absent) and run again",
+                msg=f"FSx file system {current['FileSystemId']} ({self.params['name']}) is FAILED: {fsx.failure_reason(current)}; "
+                    "delete it (state=absent) and run again",
                 file_system=self.summary(current),
             )
         else:
@@ -390,8 +395,10 @@ class FsxLustre:
         self.diff["after"] = fsx.summarize(planned, list(self.params.get("security_group_ids") or []))
         if self.module.check_mode:
             self.exit(planned)
+            return
         if not self.params.get("subnet_id"):
             self.module.fail_json(msg=f"subnet_id: required to create FSx for Lustre file system {self.params['name']!r}; got none")
+            return
         fs = fsx.create_file_system(self.client, fsx.create_request(self.params))
         if self.params["wait"]:
             fs = fsx.wait_for(self.client, fs["FileSystemId"], self.params["wait_timeout"])
@@ -404,6 +411,7 @@ class FsxLustre:
         before = fsx.summarize(current, groups)
         if plan["errors"]:
             self.module.fail_json(msg=" | ".join(plan["errors"]), file_system=before)
+            return
         if plan["immutable"]:
             self.module.fail_json(
                 msg=f"FSx file system {current['FileSystemId']} ({self.params['name']}) differs in what AWS cannot change in place: "
@@ -411,15 +419,18 @@ class FsxLustre:
                 immutable_differences=plan["immutable"],
                 file_system=before,
             )
+            return
         self.diff["before"] = before
         self.diff["after"] = fsx.summarize(fsx.apply_plan(current, plan), groups)
-        if not fsx.plan_changes(plan):
+        if not plan["changed"]:
             if self.params["wait"] and current.get("Lifecycle") != fsx.AVAILABLE and not self.module.check_mode:
                 current = fsx.wait_for(self.client, current["FileSystemId"], self.params["wait_timeout"])
             self.exit(current)
+            return
         self.changed = True
         if self.module.check_mode:
             self.exit(fsx.apply_plan(current, plan))
+            return
         fs_id = current["FileSystemId"]
         if plan["update"]:
             if current.get("Lifecycle") != fsx.AVAILABLE:
@@ -429,12 +440,10 @@ class FsxLustre:
                             "Run again later or with wait=true",
                         file_system=before,
                     )
+                    return
                 fsx.wait_for(self.client, fs_id, self.params["wait_timeout"])
             fsx.update_file_system(self.client, fs_id, plan["update"])
-        if plan["tags_to_unset"]:
-            fsx.untag_file_system(self.client, current["ResourceARN"], plan["tags_to_unset"])
-        if plan["tags_to_set"]:
-            fsx.tag_file_system(self.client, current["ResourceARN"], plan["tags_to_set"])
+        common.update_tags(self.client, current["ResourceARN"], plan["tags_to_set"], plan["tags_to_remove"])
         if self.params["wait"]:
             fs = fsx.wait_for(self.client, fs_id, self.params["wait_timeout"])
         else:
@@ -445,7 +454,10 @@ class FsxLustre:
     # -------------------------------------------------------------- absent
 
     def absent(self):
-        current, deleting = self.find()
+        found = self.find()
+        if found is None:
+            return
+        current, deleting = found
         if current is None:
             # Already deleted, or being deleted: nothing to do but (maybe) wait.
             if self.params["wait"] and not self.module.check_mode:
@@ -453,19 +465,22 @@ class FsxLustre:
                     fsx.wait_for(self.client, fs["FileSystemId"], self.params["wait_timeout"], gone=True)
                 deleting = []
             self.exit(deleting[0] if deleting else None)
+            return
         self.changed = True
         self.diff["before"] = self.summary(current)
         if self.module.check_mode:
             self.exit(current)
+            return
         fs_id = current["FileSystemId"]
         timeout = self.params["wait_timeout"]
         deadline = time.monotonic() + timeout
-        if current.get("Lifecycle") in fsx.BUSY:
+        if current.get("Lifecycle") in fsx.BUSY_STATES:
             # AWS refuses to delete a file system that is being created or updated:
             # wait that out whatever wait says (a run interrupted during creation).
             settled = fsx.wait_until_settled(self.client, fs_id, timeout)
             if settled is None:
                 self.exit(dict(current, Lifecycle=fsx.DELETING))
+                return
             current = settled
         if current.get("Lifecycle") != fsx.DELETING:
             fsx.delete_file_system(self.client, current, timeout=max(0, deadline - time.monotonic()))
@@ -480,7 +495,7 @@ def main():
     argument_spec = dict(
         name=dict(type="str", required=True),
         state=dict(type="str", default="present", choices=["present", "absent"]),
-        deployment_type=dict(type="str", choices=list(fsx.DEPLOYMENT_TYPES)),
+        deployment_type=dict(type="str", choices=list(common.FSX_DEPLOYMENT_TYPES)),
         storage_capacity=dict(type="int"),
         per_unit_storage_throughput=dict(type="int"),
         subnet_id=dict(type="str"),
@@ -497,10 +512,7 @@ def main():
                 auto_import_policy=dict(type="str", default="NEW_CHANGED_DELETED", choices=list(fsx.AUTO_IMPORT_POLICIES)),
             ),
         ),
-        tags=dict(type="dict", aliases=["resource_tags"]),
-        purge_tags=dict(type="bool", default=True),
-        wait=dict(type="bool", default=False),
-        wait_timeout=dict(type="int", default=1800),
+        **common.tags_and_wait_options(wait_timeout=1800),
     )
     module = AnsibleAWSModule(
         argument_spec=argument_spec,
@@ -510,14 +522,9 @@ def main():
     errors = fsx.validation_errors(module.params)
     if errors:
         module.fail_json(msg=f"{len(errors)} problem(s) with the fsx_lustre options: {' | '.join(errors)}", problems=errors)
+        return
     manager = FsxLustre(module)
-    try:
-        if module.params["state"] == "present":
-            manager.present()
-        else:
-            manager.absent()
-    except TrainiumFsxError as e:
-        module.fail_json_aws_error(e)
+    common.fail_on_aws_error(module, manager.present if module.params["state"] == "present" else manager.absent)
 
 
 if __name__ == "__main__":

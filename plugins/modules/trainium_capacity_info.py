@@ -233,8 +233,8 @@ capacity_reservations:
 
 from ansible_collections.amazon.aws.plugins.module_utils.modules import AnsibleAWSModule
 
-from ansible_collections.trainium.eks.plugins.module_utils.trainium_capacity import TrainiumCapacityError
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_capacity import gather_capacity
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_common import fail_on_aws_error
 
 
 def main():
@@ -246,17 +246,15 @@ def main():
     module = AnsibleAWSModule(argument_spec=argument_spec, supports_check_mode=True)
     if not module.params["instance_types"]:
         module.fail_json(msg="instance_types: got an empty list; allowed: one or more EC2 instance types such as trn1.32xlarge")
+        return
     client = module.client("ec2")
-    try:
-        facts = gather_capacity(
-            client,
-            module.params["instance_types"],
-            reservation_ids=module.params["capacity_reservation_ids"],
-            lookup_reservations=module.params["lookup_capacity_reservations"],
-        )
-    except TrainiumCapacityError as e:
-        module.fail_json_aws_error(e)
-    module.exit_json(changed=False, **facts)
+    facts = fail_on_aws_error(
+        module, gather_capacity, client, module.params["instance_types"],
+        reservation_ids=module.params["capacity_reservation_ids"],
+        lookup_reservations=module.params["lookup_capacity_reservations"],
+    )
+    if facts is not None:
+        module.exit_json(changed=False, **facts)
 
 
 if __name__ == "__main__":

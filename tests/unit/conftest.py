@@ -45,6 +45,26 @@ def sleeps(monkeypatch):
     return recorded
 
 
+class FakeClock:
+    """A monotonic clock that moves only when the code under test sleeps (pass ``clock=c, sleep=c.sleep``)."""
+
+    def __init__(self):
+        self.now = 0.0
+        self.slept = []
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+@pytest.fixture
+def fake_clock():
+    return FakeClock()
+
+
 @pytest.fixture(scope="module")
 def boto3_session():
     """One fake-credential session per test module: it caches service models, so each client is cheap."""

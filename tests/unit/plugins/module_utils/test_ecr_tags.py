@@ -11,6 +11,7 @@ import pytest
 from botocore.stub import Stubber
 
 from ansible_collections.trainium.eks.plugins.module_utils import ecr_tags
+from ansible_collections.trainium.eks.plugins.module_utils import trainium_common as common
 from ansible_collections.trainium.eks.plugins.module_utils.ecr_tags import EcrTagsError
 
 ARN = "arn:aws:ecr:us-west-2:123456789012:repository/bert-pretrain-neuron"
@@ -34,17 +35,20 @@ def tag_list(tags):
     return [{"Key": key, "Value": value} for key, value in sorted(tags.items())]
 
 
-def test_tag_changes_sets_only_what_differs():
-    assert ecr_tags.tag_changes({"a": "1", "b": "2"}, {"a": "1", "b": "3", "c": "4"}, purge=False) == ({"b": "3", "c": "4"}, [])
+# The tag diff ensure_tags uses is trainium_common.tag_diff (more cases in test_trainium_common.py).
 
 
-def test_tag_changes_leaves_foreign_tags_unless_purging():
-    assert ecr_tags.tag_changes({"a": "1", "other": "x"}, {"a": "1"}, purge=False) == ({}, [])
-    assert ecr_tags.tag_changes({"a": "1", "other": "x", "z": "y"}, {"a": "1"}, purge=True) == ({}, ["other", "z"])
+def test_tag_diff_sets_only_what_differs():
+    assert common.tag_diff({"a": "1", "b": "2"}, {"a": "1", "b": "3", "c": "4"}, purge_tags=False) == ({"b": "3", "c": "4"}, [])
 
 
-def test_tag_changes_compares_values_as_strings():
-    assert ecr_tags.tag_changes({"count": "7"}, {"count": 7}, purge=False) == ({}, [])
+def test_tag_diff_leaves_foreign_tags_unless_purging():
+    assert common.tag_diff({"a": "1", "other": "x"}, {"a": "1"}, purge_tags=False) == ({}, [])
+    assert common.tag_diff({"a": "1", "other": "x", "z": "y"}, {"a": "1"}, purge_tags=True) == ({}, ["other", "z"])
+
+
+def test_tag_diff_compares_values_as_strings():
+    assert common.tag_diff({"count": "7"}, {"count": 7}, purge_tags=False) == ({}, [])
 
 
 def test_ensure_tags_adds_missing_tags(ecr):

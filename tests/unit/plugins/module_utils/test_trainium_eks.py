@@ -61,6 +61,10 @@ def cluster():
     return copy.deepcopy(CLUSTER)
 
 
+def nothing_to_do(plan):
+    return plan["errors"] == [] and plan["changed"] is False
+
+
 # --- versions -------------------------------------------------------------
 
 
@@ -140,7 +144,7 @@ def test_bad_input_is_refused_naming_the_option(bad, option):
 
 def test_nothing_asked_means_nothing_to_do(cluster):
     plan = eks.plan_update(cluster, params())
-    assert eks.plan_is_empty(plan)
+    assert nothing_to_do(plan)
 
 
 def test_same_values_mean_nothing_to_do(cluster):
@@ -150,7 +154,7 @@ def test_same_values_mean_nothing_to_do(cluster):
         authentication_mode="API_AND_CONFIG_MAP", service_ipv4_cidr="10.100.0.0/16",
         tags={"trainium.eks/cluster": "trn-rehearsal", "ManagedBy": "trainium.eks"},
     ))
-    assert eks.plan_is_empty(plan), plan
+    assert nothing_to_do(plan), plan
 
 
 def test_each_kind_of_change_is_its_own_update(cluster):
@@ -177,7 +181,7 @@ def test_endpoint_update_sends_both_halves_when_both_asked(cluster):
 
 def test_public_cidrs_compared_as_a_set(cluster):
     cluster["resourcesVpcConfig"]["publicAccessCidrs"] = ["10.0.0.0/8", "192.168.0.0/16"]
-    assert eks.plan_is_empty(eks.plan_update(cluster, params(public_access_cidrs=["192.168.0.0/16", "10.0.0.0/8"])))
+    assert nothing_to_do(eks.plan_update(cluster, params(public_access_cidrs=["192.168.0.0/16", "10.0.0.0/8"])))
     plan = eks.plan_update(cluster, params(public_access_cidrs=["10.0.0.0/8"]))
     assert plan["config"] == [{"resourcesVpcConfig": {"publicAccessCidrs": ["10.0.0.0/8"]}}]
 
@@ -192,17 +196,17 @@ def test_attributes_the_cluster_does_not_report_are_not_differences(cluster):
     del cluster["accessConfig"]
     cluster["resourcesVpcConfig"] = {}
     plan = eks.plan_update(cluster, params(subnets=["subnet-x", "subnet-y"], authentication_mode="API", endpoint_public_access=True))
-    assert eks.plan_is_empty(plan)
+    assert nothing_to_do(plan)
 
 
 def test_immutable_differences_are_all_listed(cluster):
     cluster["encryptionConfig"] = [{"resources": ["secrets"], "provider": {"keyArn": KEY}}]
-    with pytest.raises(eks.EksConfigError) as refused:
-        eks.plan_update(cluster, params(
-            role_arn="arn:aws:iam::123456789012:role/other", subnets=["subnet-a", "subnet-c"], service_ipv4_cidr="172.20.0.0/16",
-            secrets_encryption_kms_key_arn=KEY.replace("1234abcd", "9999abcd"), authentication_mode="CONFIG_MAP", version="1.35",
-        ))
-    message = str(refused.value)
+    plan = eks.plan_update(cluster, params(
+        role_arn="arn:aws:iam::123456789012:role/other", subnets=["subnet-a", "subnet-c"], service_ipv4_cidr="172.20.0.0/16",
+        secrets_encryption_kms_key_arn=KEY.replace("1234abcd", "9999abcd"), authentication_mode="CONFIG_MAP", version="1.35",
+    ))
+    assert len(plan["errors"]) == 6
+    message = eks.refusal(cluster, plan["errors"])
     assert "cannot change 6 setting(s) of EKS cluster trn-rehearsal" in message
     for part in ("role_arn: cluster has arn:aws:iam::123456789012:role/trn-rehearsal-cluster, asked arn:aws:iam::123456789012:role/other",
                  "subnets: cluster has ['subnet-a', 'subnet-b'], asked ['subnet-a', 'subnet-c']",
@@ -215,9 +219,9 @@ def test_immutable_differences_are_all_listed(cluster):
 
 def test_removing_encryption_is_refused(cluster):
     cluster["encryptionConfig"] = [{"resources": ["secrets"], "provider": {"keyArn": KEY}}]
-    with pytest.raises(eks.EksConfigError, match="cannot remove secrets encryption"):
-        eks.plan_update(cluster, params(secrets_encryption_kms_key_arn=""))
-    assert eks.plan_is_empty(eks.plan_update(cluster, params(secrets_encryption_kms_key_arn=KEY)))
+    errors = eks.plan_update(cluster, params(secrets_encryption_kms_key_arn=""))["errors"]
+    assert len(errors) == 1 and "cannot remove secrets encryption" in errors[0]
+    assert nothing_to_do(eks.plan_update(cluster, params(secrets_encryption_kms_key_arn=KEY)))
 
 
 def test_apply_plan_locally_shows_the_result(cluster):
@@ -346,7 +350,7 @@ def test_wait_until_settled_times_out_naming_the_state():
     client, stub = stubbed("eks")
     stub.add_response("describe_cluster", {"cluster": {"name": "c", "status": "UPDATING"}}, {"name": "c"})
     times = iter([0, 601])
-    with stub, pytest.raises(eks.EksClusterError, match="finish UPDATING before deleting"):
+    with stub, pytest.raises(eks.EksClusterError, match=r"EKS cluster c to finish CREATING or UPDATING before deleting it .*\(last state: UPDATING\)"):
         eks.wait_until_settled(client, "c", 600, clock=lambda: next(times), sleep=pytest.fail)
 
 
@@ -355,19 +359,22 @@ def test_delete_cluster_in_use_is_retried_with_backoff(sleeps):
     stub.add_client_error("delete_cluster", "ResourceInUseException", "Cannot delete because cluster c currently has an update in progress",
                           expected_params={"name": "c"})
     stub.add_response("delete_cluster", {"cluster": {"name": "c", "status": "DELETING"}}, {"name": "c"})
+    slept = []
     with stub:
-        assert eks.delete_cluster(client, "c", timeout=1200) is True
+        assert eks.delete_cluster(client, "c", timeout=1200, clock=lambda: 0, sleep=slept.append) is True
     stub.assert_no_pending_responses()
-    assert len(sleeps) == 1 and 0 <= sleeps[0] <= 30
+    assert len(slept) == 1 and 0 <= slept[0] <= 30 and sleeps == []
 
 
 def test_delete_cluster_in_use_gives_up_within_the_timeout(sleeps):
     client, stub = stubbed("eks")
     for _attempt in range(2):
         stub.add_client_error("delete_cluster", "ResourceInUseException", "still CREATING", expected_params={"name": "c"})
+    times = iter([0, 1, 46])
+    slept = []
     with stub, pytest.raises(eks.EksClusterError, match="delete EKS cluster"):
-        eks.delete_cluster(client, "c", timeout=45)
-    assert len(sleeps) == 1
+        eks.delete_cluster(client, "c", timeout=45, clock=lambda: next(times), sleep=slept.append)
+    assert len(slept) == 1 and sleeps == []
 
 
 ROLE_MESSAGE = "Role with arn: arn:aws:iam::123456789012:role/trn-rehearsal-cluster, cannot be assumed by the EKS service principal"
@@ -412,3 +419,40 @@ def test_other_create_errors_are_not_retried(code, message):
     stub.add_client_error("create_cluster", code, message, expected_params=request)
     with stub, pytest.raises(eks.EksClusterError):
         eks.create_cluster(client, request, sleep=pytest.fail)
+
+
+# --- upgrade policy ----------------------------------------------------------
+
+
+def test_upgrade_policy_is_created_compared_and_updated(cluster):
+    request = eks.create_request(params(role_arn="arn:aws:iam::1:role/r", subnets=["subnet-a", "subnet-b"], upgrade_policy="EXTENDED"))
+    assert request["upgradePolicy"] == {"supportType": "EXTENDED"}
+    assert eks.cluster_from_request(request)["upgradePolicy"] == {"supportType": "EXTENDED"}
+    cluster["upgradePolicy"] = {"supportType": "EXTENDED"}
+    assert nothing_to_do(eks.plan_update(cluster, params(upgrade_policy="EXTENDED")))
+    plan = eks.plan_update(cluster, params(upgrade_policy="STANDARD"))
+    assert plan["changed"] is True and plan["config"] == [{"upgradePolicy": {"supportType": "STANDARD"}}]
+    after = eks.describe_result(eks.apply_plan_locally(cluster, plan))
+    assert after["upgrade_policy"] == "STANDARD" and eks.describe_result(cluster)["upgrade_policy"] == "EXTENDED"
+
+
+def test_upgrade_policy_the_cluster_does_not_report_is_left_alone(cluster):
+    """moto 5.2.5 drops upgradePolicy: an unknown policy must not cause an update on every run."""
+    assert "upgradePolicy" not in cluster
+    assert nothing_to_do(eks.plan_update(cluster, params(upgrade_policy="STANDARD")))
+    assert eks.describe_result(cluster)["upgrade_policy"] is None
+
+
+def test_update_cluster_config_retries_an_update_in_progress(monkeypatch, sleeps):
+    client, stub = stubbed("eks")
+    payload = {"upgradePolicy": {"supportType": "STANDARD"}}
+    stub.add_client_error("update_cluster_config", "ResourceInUseException", "An update is already in progress",
+                          expected_params={"name": "c", **payload})
+    stub.add_response("update_cluster_config", {"update": {"id": "u-3", "status": "InProgress", "type": "UpgradePolicyUpdate"}},
+                      {"name": "c", **payload})
+    slept = []
+    monkeypatch.setattr("time.sleep", slept.append)
+    with stub:
+        assert eks.update_cluster_config(client, "c", payload, timeout=600)["id"] == "u-3"
+    stub.assert_no_pending_responses()
+    assert slept == [5] and sleeps == []

@@ -11,6 +11,7 @@ import copy
 import pytest
 from botocore.stub import Stubber
 
+from ansible_collections.trainium.eks.plugins.module_utils import trainium_common as common
 from ansible_collections.trainium.eks.plugins.module_utils import trainium_fsx as fsx
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_fsx import TrainiumFsxError
 
@@ -248,8 +249,7 @@ def test_planned_file_system_looks_like_describe():
 
 def test_matching_file_system_is_left_alone():
     plan = fsx.plan_update(existing(), params(), [GROUP])
-    assert plan == {"errors": [], "immutable": [], "update": {}, "tags_to_set": {}, "tags_to_unset": []}
-    assert not fsx.plan_changes(plan)
+    assert plan == {"errors": [], "immutable": [], "update": {}, "tags_to_set": {}, "tags_to_remove": [], "changed": False}
 
 
 def test_fields_missing_from_describe_are_not_compared():
@@ -259,7 +259,7 @@ def test_fields_missing_from_describe_are_not_compared():
         bare.pop(key)
     bare["LustreConfiguration"] = {"DeploymentType": "PERSISTENT_1", "PerUnitStorageThroughput": 200}
     plan = fsx.plan_update(bare, params(kms_key_id="alias/other", data_compression_type="NONE", weekly_maintenance_start_time="1:00:00"), None)
-    assert not fsx.plan_changes(plan) and plan["immutable"] == [] and plan["errors"] == []
+    assert not plan["changed"] and plan["immutable"] == [] and plan["errors"] == []
 
 
 def test_capacity_increase_is_an_update():
@@ -337,7 +337,7 @@ def test_tags_added_changed_and_purged_but_name_kept():
     current = existing(Tags=EXISTING["Tags"] + [{"Key": "old", "Value": "x"}])
     plan = fsx.plan_update(current, params(tags={"trainium.eks/cluster": "trn-rehearsal", "ManagedBy": "someone", "team": "ml"}), [GROUP])
     assert plan["tags_to_set"] == {"ManagedBy": "someone", "team": "ml"}
-    assert plan["tags_to_unset"] == ["old"]
+    assert plan["tags_to_remove"] == ["old"] and plan["changed"] is True
     assert plan["update"] == {}
     assert fsx.summarize(fsx.apply_plan(current, plan))["tags"] == {
         "Name": "trn-rehearsal-data", "trainium.eks/cluster": "trn-rehearsal", "ManagedBy": "someone", "team": "ml",
@@ -346,9 +346,9 @@ def test_tags_added_changed_and_purged_but_name_kept():
 
 def test_tags_left_alone_without_purge_or_without_tags_option():
     current = existing(Tags=EXISTING["Tags"] + [{"Key": "old", "Value": "x"}])
-    assert fsx.plan_update(current, params(purge_tags=False), [GROUP])["tags_to_unset"] == []
+    assert fsx.plan_update(current, params(purge_tags=False), [GROUP])["tags_to_remove"] == []
     plan = fsx.plan_update(current, params(tags=None), [GROUP])
-    assert (plan["tags_to_set"], plan["tags_to_unset"]) == ({}, [])
+    assert (plan["tags_to_set"], plan["tags_to_remove"], plan["changed"]) == ({}, [], False)
 
 
 def test_find_by_name_skips_other_names_types_and_separates_deleting():
@@ -416,10 +416,9 @@ def test_update_sends_id_and_changes(client):
 
 def test_tags_are_set_and_removed_by_arn(client):
     conn, stubber = client
-    stubber.add_response("tag_resource", {}, {"ResourceARN": ARN, "Tags": [{"Key": "a", "Value": "1"}, {"Key": "b", "Value": "2"}]})
     stubber.add_response("untag_resource", {}, {"ResourceARN": ARN, "TagKeys": ["old"]})
-    fsx.tag_file_system(conn, ARN, {"b": "2", "a": "1"})
-    fsx.untag_file_system(conn, ARN, ["old"])
+    stubber.add_response("tag_resource", {}, {"ResourceARN": ARN, "Tags": [{"Key": "a", "Value": "1"}, {"Key": "b", "Value": "2"}]})
+    common.update_tags(conn, ARN, {"b": "2", "a": "1"}, ["old"])
 
 
 def test_describe_one_missing_is_none(client):
@@ -467,48 +466,35 @@ def test_security_groups_come_from_network_interfaces(ec2):
     assert fsx.security_groups_of(conn, []) is None
 
 
-class FakeClock:
-    def __init__(self):
-        self.now = 0.0
-        self.sleeps = []
-
-    def clock(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.sleeps.append(seconds)
-        self.now += seconds
-
-
-def test_wait_until_available(client):
+def test_wait_until_available(client, fake_clock):
     conn, stubber = client
     for lifecycle in ("CREATING", "CREATING", "AVAILABLE"):
         stubber.add_response("describe_file_systems", {"FileSystems": [existing(Lifecycle=lifecycle)]}, {"FileSystemIds": [FS_ID]})
-    clock = FakeClock()
-    fs = fsx.wait_for(conn, FS_ID, 60, delay=5, clock=clock.clock, sleep=clock.sleep)
+    clock = fake_clock
+    fs = fsx.wait_for(conn, FS_ID, 60, delay=5, clock=clock, sleep=clock.sleep)
     assert fs["Lifecycle"] == "AVAILABLE"
-    assert clock.sleeps == [5, 5]
+    assert clock.slept == [5, 5]
 
 
-def test_wait_until_gone(client):
+def test_wait_until_gone(client, fake_clock):
     conn, stubber = client
     stubber.add_response("describe_file_systems", {"FileSystems": [existing(Lifecycle="DELETING")]}, {"FileSystemIds": [FS_ID]})
     stubber.add_client_error("describe_file_systems", "FileSystemNotFound", "gone", 400, {"FileSystemIds": [FS_ID]})
-    clock = FakeClock()
-    assert fsx.wait_for(conn, FS_ID, 60, gone=True, clock=clock.clock, sleep=clock.sleep) is None
+    clock = fake_clock
+    assert fsx.wait_for(conn, FS_ID, 60, gone=True, clock=clock, sleep=clock.sleep) is None
 
 
-def test_wait_fails_on_failed_and_on_timeout(client):
+def test_wait_fails_on_failed_and_on_timeout(client, fake_clock):
     conn, stubber = client
     failed = existing(Lifecycle="FAILED", FailureDetails={"Message": "subnet has no free addresses"})
     stubber.add_response("describe_file_systems", {"FileSystems": [failed]}, {"FileSystemIds": [FS_ID]})
-    clock = FakeClock()
+    clock = fake_clock
     with pytest.raises(TrainiumFsxError, match="is FAILED: subnet has no free addresses"):
-        fsx.wait_for(conn, FS_ID, 60, clock=clock.clock, sleep=clock.sleep)
+        fsx.wait_for(conn, FS_ID, 60, clock=clock, sleep=clock.sleep)
     for lifecycle in ("CREATING", "CREATING", "CREATING"):
         stubber.add_response("describe_file_systems", {"FileSystems": [existing(Lifecycle=lifecycle)]}, {"FileSystemIds": [FS_ID]})
-    with pytest.raises(TrainiumFsxError, match=r"Timed out after 10 s waiting for FSx file system .* to become AVAILABLE \(now CREATING\)"):
-        fsx.wait_for(conn, FS_ID, 10, delay=5, clock=clock.clock, sleep=clock.sleep)
+    with pytest.raises(TrainiumFsxError, match=r"Timed out after 10 s waiting for FSx file system .* to become AVAILABLE \(last state: CREATING\)"):
+        fsx.wait_for(conn, FS_ID, 10, delay=5, clock=clock, sleep=clock.sleep)
 
 
 # ------------------------------------ teardown of a file system still being created
@@ -536,7 +522,7 @@ def test_wait_until_settled_times_out_naming_the_lifecycle(client):
     conn, stubber = client
     stubber.add_response("describe_file_systems", {"FileSystems": [{"FileSystemId": FS_ID, "Lifecycle": "UPDATING"}]}, {"FileSystemIds": [FS_ID]})
     times = iter([0, 601])
-    with pytest.raises(TrainiumFsxError, match="finish UPDATING before deleting"):
+    with pytest.raises(TrainiumFsxError, match=r"finish CREATING or UPDATING before deleting it .*\(last state: UPDATING\)"):
         fsx.wait_until_settled(conn, FS_ID, 600, clock=lambda: next(times), sleep=pytest.fail)
 
 

@@ -154,9 +154,16 @@ def test_normalized_user_data_is_readable():
 
 
 def test_tag_changes():
-    assert lt.tag_changes({"a": "1", "b": "2"}, {"a": "1", "b": "3", "c": 4}) == ({"b": "3", "c": "4"}, [])
-    assert lt.tag_changes({"a": "1", "old": "x"}, {"a": "1"}) == ({}, ["old"])
-    assert lt.tag_changes({"a": "1"}, {"a": "1"}) == ({}, [])
+    """The template's tags are planned with trainium_common.tag_diff, always purging."""
+    template = {"LaunchTemplateId": "lt-1", "Tags": [{"Key": "a", "Value": "1"}, {"Key": "b", "Value": "2"}]}
+    plan = lt.plan_changes(template, {}, {}, {"a": "1", "b": "3", "c": 4})
+    assert (plan["tags_to_set"], plan["tags_to_remove"], plan["action"], plan["changed"]) == ({"b": "3", "c": "4"}, [], None, True)
+    template["Tags"] = [{"Key": "a", "Value": "1"}, {"Key": "old", "Value": "x"}]
+    assert lt.plan_changes(template, {}, {}, {"a": "1"})["tags_to_remove"] == ["old"]
+    template["Tags"] = [{"Key": "a", "Value": "1"}]
+    assert lt.plan_changes(template, {}, {}, {"a": "1"})["changed"] is False
+    new = lt.plan_changes(None, None, {"InstanceType": "trn1.32xlarge"}, {"a": "1"})
+    assert (new["action"], new["tags_to_set"], new["changed"]) == ("create", {}, True)
 
 
 # ---------------------------------------------------------------- validation

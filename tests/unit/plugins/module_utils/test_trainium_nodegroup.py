@@ -11,6 +11,7 @@ import copy
 import pytest
 from botocore.stub import Stubber
 
+from ansible_collections.trainium.eks.plugins.module_utils import trainium_common as common
 from ansible_collections.trainium.eks.plugins.module_utils import trainium_nodegroup as ng
 
 ROLE = "arn:aws:iam::123456789012:role/trn-rehearsal-node"
@@ -233,9 +234,10 @@ def test_release_version_difference_updates_the_version(current):
 def test_tags_added_and_purged_but_aws_tags_kept(current):
     current["tags"] = {"trainium.eks/cluster": "trn-rehearsal", "stale": "1", "aws:cloudformation:stack-name": "x"}
     plan = plan_for(current, tags={"trainium.eks/cluster": "trn-rehearsal", "Name": "trn-rehearsal-trn1"})
-    assert plan["tags"] == ({"Name": "trn-rehearsal-trn1"}, ["stale"])
-    assert ng.tag_changes(current["tags"], {"a": "b"}, purge=False) == ({"a": "b"}, [])
-    assert ng.tag_changes(current["tags"], None, purge=True) == ({}, [])
+    assert (plan["tags_to_set"], plan["tags_to_remove"]) == ({"Name": "trn-rehearsal-trn1"}, ["stale"])
+    # the node group's tag diff is trainium_common.tag_diff
+    assert common.tag_diff(current["tags"], {"a": "b"}, purge_tags=False) == ({"a": "b"}, [])
+    assert common.tag_diff(current["tags"], None, purge_tags=True) == ({}, [])
 
 
 def test_summary_is_snake_case_and_keeps_label_keys(current):
@@ -325,7 +327,7 @@ def test_wait_gone_and_timeout(eks):
     ticks = iter([0, 100])
     with pytest.raises(ng.TrainiumNodegroupError) as raised:
         ng.wait_for_nodegroup(client, "c", "n", timeout=60, sleep=lambda s: None, clock=lambda: next(ticks))
-    assert "timed out after 60s" in raised.value.message and "status CREATING" in raised.value.message
+    assert "Timed out after 60 s" in raised.value.message and "(last state: CREATING)" in raised.value.message
 
 
 # ------------------------------------------- teardown of a node group still being created
@@ -354,7 +356,7 @@ def test_wait_until_settled_times_out_naming_the_state(eks):
     client, stubber = eks
     stubber.add_response("describe_nodegroup", {"nodegroup": {"nodegroupName": "n", "status": "UPDATING"}}, {"clusterName": "c", "nodegroupName": "n"})
     times = iter([0, 601])
-    with pytest.raises(ng.TrainiumNodegroupError, match="finish UPDATING before deleting"):
+    with pytest.raises(ng.TrainiumNodegroupError, match=r"node group n of cluster c to finish CREATING or UPDATING before deleting .*\(last state: UPDATING\)"):
         ng.wait_until_settled(client, "c", "n", 600, sleep=pytest.fail, clock=lambda: next(times))
 
 
@@ -364,15 +366,17 @@ def test_delete_in_use_is_retried_with_backoff(eks, sleeps):
     stubber.add_client_error("delete_nodegroup", "ResourceInUseException", "Nodegroup n is currently in CREATING state", expected_params=where)
     stubber.add_client_error("delete_nodegroup", "ResourceInUseException", "Nodegroup n is currently in CREATING state", expected_params=where)
     stubber.add_response("delete_nodegroup", {"nodegroup": {"nodegroupName": "n", "status": "DELETING"}}, where)
-    assert ng.delete_nodegroup(client, "c", "n", timeout=300) is True
-    assert len(sleeps) == 2 and all(0 <= s <= 30 for s in sleeps)
+    slept = []
+    assert ng.delete_nodegroup(client, "c", "n", timeout=300, clock=lambda: 0, sleep=slept.append) is True
+    assert len(slept) == 2 and all(0 <= s <= 30 for s in slept) and sleeps == []
 
 
 def test_delete_in_use_retries_are_bounded_by_the_timeout(eks, sleeps):
     client, stubber = eks
     for _attempt in range(2):
         stubber.add_client_error("delete_nodegroup", "ResourceInUseException", "still CREATING", expected_params={"clusterName": "c", "nodegroupName": "n"})
+    times = iter([0, 1, 31])
+    slept = []
     with pytest.raises(ng.TrainiumNodegroupError, match="delete the node group"):
-        ng.delete_nodegroup(client, "c", "n", timeout=30)
-    assert len(sleeps) == 1
-    assert ng.in_use_retries(1200) == 41 and ng.in_use_retries(5) == 1
+        ng.delete_nodegroup(client, "c", "n", timeout=30, clock=lambda: next(times), sleep=slept.append)
+    assert len(slept) == 1 and sleeps == []

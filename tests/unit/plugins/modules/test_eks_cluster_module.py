@@ -102,6 +102,7 @@ def test_create_sends_the_request_and_makes_the_oidc_provider(capsys, aws):
         "resourcesVpcConfig": {"subnetIds": ["subnet-a", "subnet-b"], "endpointPublicAccess": True, "endpointPrivateAccess": True},
         "logging": eks.logging_request(["api", "audit", "authenticator"]),
         "accessConfig": {"authenticationMode": "API_AND_CONFIG_MAP", "bootstrapClusterCreatorAdminPermissions": True},
+        "upgradePolicy": {"supportType": "STANDARD"},
         "tags": {"ManagedBy": "trainium.eks"},
     })
     aws["eks"].add_response("describe_cluster", {"cluster": cluster(status="CREATING")}, {"name": "trn-rehearsal"})
@@ -232,3 +233,31 @@ def test_present_on_a_failed_cluster_fails_with_its_status(capsys, aws):
     result = run(capsys, dict(CONNECTION, name="trn-rehearsal"))
     assert result["failed"] is True and "is FAILED" in result["msg"]
     assert result["cluster"]["status"] == "FAILED"
+
+
+def test_upgrade_policy_difference_is_reported_in_check_mode_and_updated_in_place(capsys, aws):
+    aws["eks"].add_response("describe_cluster", {"cluster": cluster(upgradePolicy={"supportType": "EXTENDED"})}, {"name": "trn-rehearsal"})
+    oidc_present(aws)
+    result = run(capsys, WANTED, check_mode=True, diff=True)
+    assert result["changed"] is True and result["updates"] == ["upgrade_policy"]
+    assert result["diff"]["before"]["upgrade_policy"] == "EXTENDED" and result["diff"]["after"]["upgrade_policy"] == "STANDARD"
+    assert result["cluster"]["upgrade_policy"] == "STANDARD"
+
+    aws["eks"].add_response("describe_cluster", {"cluster": cluster(upgradePolicy={"supportType": "EXTENDED"})}, {"name": "trn-rehearsal"})
+    aws["eks"].add_response("update_cluster_config", {"update": {"id": "u-9", "status": "InProgress"}},
+                            {"name": "trn-rehearsal", "upgradePolicy": {"supportType": "STANDARD"}})
+    aws["eks"].add_response("describe_cluster", {"cluster": cluster(upgradePolicy={"supportType": "STANDARD"})}, {"name": "trn-rehearsal"})
+    oidc_present(aws)
+    result = run(capsys, WANTED)
+    assert result["changed"] is True and result["updates"] == ["upgrade_policy"]
+    assert result["cluster"]["upgrade_policy"] == "STANDARD"
+
+
+def test_a_cluster_that_reports_no_upgrade_policy_is_left_alone(capsys, aws):
+    """moto 5.2.5 answers DescribeCluster without upgradePolicy: no update, on any run."""
+    aws["eks"].add_response("describe_cluster", {"cluster": cluster()}, {"name": "trn-rehearsal"})
+    aws["eks"].add_response("describe_cluster", {"cluster": cluster()}, {"name": "trn-rehearsal"})
+    oidc_present(aws)
+    result = run(capsys, dict(WANTED, upgrade_policy="EXTENDED"))
+    assert result["changed"] is False and result["updates"] == []
+    assert result["cluster"]["upgrade_policy"] is None

@@ -12,6 +12,7 @@ import json
 import pytest
 
 from ansible.module_utils.testing import patch_module_args
+from ansible_collections.trainium.eks.plugins.module_utils import trainium_common as common
 from ansible_collections.trainium.eks.plugins.module_utils import trainium_nodegroup as ng
 from ansible_collections.trainium.eks.plugins.modules import eks_nodegroup
 
@@ -57,13 +58,18 @@ class FakeEks:
         monkeypatch.setattr(ng, "describe_nodegroup", lambda client, cluster, name: copy.deepcopy(self.nodegroups.get(name)))
         monkeypatch.setattr(ng, "list_nodegroups", lambda client, cluster: sorted(self.nodegroups))
         monkeypatch.setattr(ng, "create_nodegroup", self.create)
-        monkeypatch.setattr(ng, "update_nodegroup_config", lambda client, request: self.record("update_config", request))
-        monkeypatch.setattr(ng, "update_nodegroup_version", lambda client, request: self.record("update_version", request))
-        monkeypatch.setattr(ng, "tag_nodegroup", lambda client, arn, tags: self.record("tag", tags))
-        monkeypatch.setattr(ng, "untag_nodegroup", lambda client, arn, keys: self.record("untag", keys))
+        monkeypatch.setattr(ng, "update_nodegroup_config", lambda client, request, timeout=None: self.record("update_config", request))
+        monkeypatch.setattr(ng, "update_nodegroup_version", lambda client, request, timeout=None: self.record("update_version", request))
+        monkeypatch.setattr(common, "update_tags", self.update_tags)
         monkeypatch.setattr(ng, "delete_nodegroup", lambda client, cluster, name, timeout=None: self.record("delete", name))
         monkeypatch.setattr(ng, "wait_for_nodegroup", self.wait)
         return self
+
+    def update_tags(self, client, arn, to_set, to_remove):
+        if to_remove:
+            self.record("untag", to_remove)
+        if to_set:
+            self.record("tag", to_set)
 
     def record(self, what, payload):
         self.calls.append((what, payload))
@@ -212,3 +218,31 @@ def test_absent_waits_out_creating_without_wait_then_deletes(capsys, monkeypatch
     # one describe to find it, two polls of the wait (CREATING, ACTIVE), then the delete
     assert [c[0] for c in fake.calls] == ["describe", "describe", "describe", "delete"]
     assert slept == [15]
+
+
+def test_tag_changes_untag_then_tag_and_check_mode_does_not(capsys, monkeypatch):
+    current = dict(EXISTING, tags={"trainium.eks/cluster": "trn-rehearsal", "stale": "1", "aws:eks:x": "y"})
+    fake = FakeEks(nodegroups={"trn-rehearsal-trn1": current}).install(monkeypatch)
+    args = dict(ARGS, tags={"trainium.eks/cluster": "trn-rehearsal", "team": "ml"})
+    rc, result = run(capsys, args, check=True, diff=True)
+    assert rc == 0 and result["changed"] is True and fake.calls == []
+    assert result["diff"]["after"]["tags"] == {"trainium.eks/cluster": "trn-rehearsal", "team": "ml", "aws:eks:x": "y"}
+    rc, result = run(capsys, args)
+    assert rc == 0 and fake.calls == [("untag", ["stale"]), ("tag", {"team": "ml"})]
+
+
+def test_no_branch_relies_on_exit_json_raising(capsys, monkeypatch):
+    """With exit_json/fail_json that return (as in a test double), absent does not fall through into present."""
+    fake = FakeEks(nodegroups={"trn-rehearsal-trn1": EXISTING}).install(monkeypatch)
+    exits = []
+    monkeypatch.setattr(eks_nodegroup.AnsibleAWSModule, "exit_json", lambda self, **result: exits.append(("exit", result)))
+    monkeypatch.setattr(eks_nodegroup.AnsibleAWSModule, "fail_json", lambda self, **result: exits.append(("fail", result)))
+    with patch_module_args(dict(CONNECTION, cluster_name="trn-rehearsal", name="trn-rehearsal-trn1", state="absent")):
+        eks_nodegroup.main()
+    assert [e[0] for e in exits] == ["exit"] and exits[0][1]["deleted"] == ["trn-rehearsal-trn1"]
+    assert [c[0] for c in fake.calls] == ["delete"]
+    exits.clear()
+    fake.nodegroups = {}
+    with patch_module_args(dict(ARGS)):
+        eks_nodegroup.main()
+    assert [e[0] for e in exits] == ["exit"] and [c[0] for c in fake.calls] == ["delete", "create"]

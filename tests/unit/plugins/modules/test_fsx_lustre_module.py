@@ -79,7 +79,7 @@ def no_aws_environment(monkeypatch):
 
 @pytest.fixture(autouse=True)
 def no_sleep(monkeypatch):
-    monkeypatch.setattr(trainium_fsx.time, "sleep", lambda seconds: None)
+    monkeypatch.setattr("time.sleep", lambda seconds: None)
     monkeypatch.setattr(cloud, "time", types.SimpleNamespace(sleep=lambda seconds: None))
 
 
