@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-requirements
 export PATH := $(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: help system-deps setup lock lint sanity units integration molecule build test site teardown rehearsal-up rehearsal-down changelog clean
+.PHONY: help system-deps setup lock lint sanity units integration molecule build test bench site teardown rehearsal-up rehearsal-down changelog clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -51,6 +51,10 @@ build: setup ## Build the collection, install the tarball elsewhere, run a playb
 
 test: setup ## Every suite; the test command README gives
 	tools/run-tests.sh
+
+bench: setup ## Time a no-op site.yml on the converged local rehearsal (docs/benchmarks.md)
+	tools/rehearsal/rehearsal.sh up
+	tools/bench/noop-site.sh --runs 3 --teardown
 
 site: setup ## Run site.yml on the local rehearsal (starts it when needed)
 	tools/rehearsal/rehearsal.sh up
