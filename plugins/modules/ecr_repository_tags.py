@@ -113,11 +113,11 @@ def main():
         return
     if not result.pop("found"):
         module.fail_json(msg=f"name: got {module.params['name']}; allowed: an existing ECR repository (not found)")
-        return
-    before = result.pop("before")
-    if module._diff:
-        result["diff"] = {"before": {"tags": before}, "after": {"tags": result["tags"]}}
-    module.exit_json(**result)
+    else:
+        before = result.pop("before")
+        if module._diff:
+            result["diff"] = {"before": {"tags": before}, "after": {"tags": result["tags"]}}
+        module.exit_json(**result)
 
 
 if __name__ == "__main__":

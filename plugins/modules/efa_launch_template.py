@@ -234,24 +234,28 @@ def main():
         required_if=[("state", "present", ["efa_interfaces"])],
         supports_check_mode=True,
     )
-    params = module.params
-    errors = validation_errors(params)
+    errors = validation_errors(module.params)
     if errors:
         module.fail_json(msg=" | ".join(errors), errors=errors)
-        return
+    elif module.params["state"] == "absent":
+        absent(module, module.client("ec2"))
+    else:
+        present(module, module.client("ec2"))
 
-    client = module.client("ec2")
-    if params["state"] == "absent":
-        outcome = fail_on_aws_error(module, ensure_absent, client, params["name"], module.check_mode)
-        if outcome is None:
-            return
-        changed, before = outcome
-        result = dict(changed=changed, launch_template={})
-        if module._diff:
-            result["diff"] = dict(before=diff_view(before), after={})
-        module.exit_json(**result)
+
+def absent(module, client):
+    outcome = fail_on_aws_error(module, ensure_absent, client, module.params["name"], module.check_mode)
+    if outcome is None:
         return
-    outcome = fail_on_aws_error(module, ensure_present, client, params, module.check_mode)
+    changed, before = outcome
+    result = dict(changed=changed, launch_template={})
+    if module._diff:
+        result["diff"] = dict(before=diff_view(before), after={})
+    module.exit_json(**result)
+
+
+def present(module, client):
+    outcome = fail_on_aws_error(module, ensure_present, client, module.params, module.check_mode)
     if outcome is None:
         return
     changed, before, after, template, data = outcome

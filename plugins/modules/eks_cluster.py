@@ -494,12 +494,13 @@ def main():
     module = AnsibleAWSModule(argument_spec=argument_spec, supports_check_mode=True)
     try:
         eks.validate_request(module.params)
+        problem = None
     except eks.EksConfigError as e:
-        module.fail_json(msg=str(e))
-        return
-    client = module.client("eks")
-    iam = module.client("iam")
-    common.fail_on_aws_error(module, present if module.params["state"] == "present" else absent, module, client, iam)
+        problem = str(e)
+    if problem:
+        module.fail_json(msg=problem)
+    else:
+        common.fail_on_aws_error(module, present if module.params["state"] == "present" else absent, module, module.client("eks"), module.client("iam"))
 
 
 if __name__ == "__main__":

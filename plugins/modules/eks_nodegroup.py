@@ -513,18 +513,15 @@ def main():
         mutually_exclusive=[("name", "match_tags")],
     )
     params = module.params
+    errors = ng.validate_params(params)
     if params["match_tags"] is not None and params["state"] == "present":
         module.fail_json(msg="match_tags: set with state=present; allowed: only with state=absent")
-        return
-    errors = ng.validate_params(params)
-    if errors:
+    elif errors:
         module.fail_json(msg=f"{len(errors)} problem(s) in the parameters: " + " | ".join(errors))
-        return
-    client = module.client("eks")
-    if params["state"] == "absent":
-        common.fail_on_aws_error(module, _absent, module, client)
+    elif params["state"] == "absent":
+        common.fail_on_aws_error(module, _absent, module, module.client("eks"))
     else:
-        common.fail_on_aws_error(module, _present, module, client, ng.desired_state(params))
+        common.fail_on_aws_error(module, _present, module, module.client("eks"), ng.desired_state(params))
 
 
 if __name__ == "__main__":

@@ -522,9 +522,9 @@ def main():
     errors = fsx.validation_errors(module.params)
     if errors:
         module.fail_json(msg=f"{len(errors)} problem(s) with the fsx_lustre options: {' | '.join(errors)}", problems=errors)
-        return
-    manager = FsxLustre(module)
-    common.fail_on_aws_error(module, manager.present if module.params["state"] == "present" else manager.absent)
+    else:
+        manager = FsxLustre(module)
+        common.fail_on_aws_error(module, manager.present if module.params["state"] == "present" else manager.absent)
 
 
 if __name__ == "__main__":

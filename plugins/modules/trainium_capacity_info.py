@@ -246,15 +246,14 @@ def main():
     module = AnsibleAWSModule(argument_spec=argument_spec, supports_check_mode=True)
     if not module.params["instance_types"]:
         module.fail_json(msg="instance_types: got an empty list; allowed: one or more EC2 instance types such as trn1.32xlarge")
-        return
-    client = module.client("ec2")
-    facts = fail_on_aws_error(
-        module, gather_capacity, client, module.params["instance_types"],
-        reservation_ids=module.params["capacity_reservation_ids"],
-        lookup_reservations=module.params["lookup_capacity_reservations"],
-    )
-    if facts is not None:
-        module.exit_json(changed=False, **facts)
+    else:
+        facts = fail_on_aws_error(
+            module, gather_capacity, module.client("ec2"), module.params["instance_types"],
+            reservation_ids=module.params["capacity_reservation_ids"],
+            lookup_reservations=module.params["lookup_capacity_reservations"],
+        )
+        if facts is not None:
+            module.exit_json(changed=False, **facts)
 
 
 if __name__ == "__main__":
