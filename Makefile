@@ -40,8 +40,8 @@ sanity: setup ## ansible-test sanity from an ansible_collections/trainium/eks co
 units: setup ## Unit tests (no services)
 	$(BIN)/pytest tests/unit
 
-integration: setup ## Integration tests against the rehearsal services
-	tools/with-rehearsal.sh $(BIN)/pytest tests/integration
+integration: setup ## Integration and rehearsal tests against the rehearsal services (parallel: pytest.ini)
+	tools/with-rehearsal.sh $(BIN)/pytest tests/rehearsal tests/integration
 
 molecule: setup ## Molecule scenarios against the rehearsal services
 	tools/with-rehearsal.sh $(BIN)/molecule test --all

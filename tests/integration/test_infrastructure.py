@@ -13,10 +13,8 @@ from __future__ import annotations
 import json
 import pathlib
 import os
-import re
 import signal
 import subprocess
-import time
 
 import pytest
 
@@ -27,24 +25,6 @@ INFRASTRUCTURE = "playbooks/infrastructure.yml"
 TEARDOWN = "playbooks/teardown.yml"
 CLUSTER = "trn-rehearsal"
 TAG = "trainium.eks/cluster"
-
-
-def recap(output):
-    match = re.search(r"localhost\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", output)
-    assert match, output[-3000:]
-    return dict(zip(("ok", "changed", "unreachable", "failed"), map(int, match.groups())))
-
-
-def changed_tasks(output):
-    """The names of the tasks that reported changed, to explain a non-idempotent run."""
-    names = []
-    current = None
-    for line in output.splitlines():
-        if line.startswith("TASK ["):
-            current = line[6:].split("]")[0]
-        elif line.startswith("changed:") and current:
-            names.append(current)
-    return names
 
 
 def tagged(tags, key=TAG):
@@ -135,12 +115,13 @@ def assert_account_holds_the_deployment(aws):
     assert len(oidc) == 1
 
 
+@pytest.mark.xdist_group("shared_stack")  # eks_cluster reaches the cluster with an EKS token
 def test_infrastructure_converges_then_teardown_empties_the_account(aws, run_playbook, kubeconfig, rehearsal):
     baseline = aws.resources()
 
     first = run_playbook(INFRASTRUCTURE, args=run_args(kubeconfig))
     assert first.rc == 0, first
-    assert recap(first.output)["changed"] > 0
+    assert first.recap["changed"] > 0
     assert_account_holds_the_deployment(aws)
 
     # The kubeconfig the collection wrote authenticates with its own EKS token:
@@ -154,7 +135,7 @@ def test_infrastructure_converges_then_teardown_empties_the_account(aws, run_pla
 
     second = run_playbook(INFRASTRUCTURE, args=run_args(kubeconfig))
     assert second.rc == 0, second
-    assert recap(second.output)["changed"] == 0, changed_tasks(second.output)
+    assert second.recap["changed"] == 0, second.changed_tasks
 
     down = run_playbook(TEARDOWN, args=run_args(kubeconfig))
     assert down.rc == 0, down
@@ -162,7 +143,7 @@ def test_infrastructure_converges_then_teardown_empties_the_account(aws, run_pla
 
     again = run_playbook(TEARDOWN, args=run_args(kubeconfig))
     assert again.rc == 0, again
-    assert recap(again.output)["changed"] == 0, changed_tasks(again.output)
+    assert again.recap["changed"] == 0, again.changed_tasks
     assert aws.resources() == baseline
 
 
@@ -170,14 +151,15 @@ def test_check_mode_on_an_empty_account_creates_nothing(aws, run_playbook, kubec
     baseline = aws.resources()
     planned = run_playbook(INFRASTRUCTURE, args=run_args(kubeconfig) + ["--check", "--diff"])
     assert planned.rc == 0, planned
-    assert recap(planned.output)["changed"] >= 6, changed_tasks(planned.output)
+    assert planned.recap["changed"] >= 6, planned.changed_tasks
     # One would-be change per stage at least.
     for role in ("network", "eks_cluster", "trn_launch_template", "trn_nodegroup", "ecr", "fsx_lustre"):
-        assert any(name.startswith(f"trainium.eks.{role} : ") for name in changed_tasks(planned.output)), role
+        assert any(name.startswith(f"trainium.eks.{role} : ") for name in planned.changed_tasks), role
     assert aws.resources() == baseline
     assert not os.path.exists(kubeconfig)
 
 
+@pytest.mark.xdist_group("shared_stack")  # eks_cluster reaches the cluster with an EKS token
 def test_trn1n_pool_stopped_half_way_gets_16_efa_interfaces_and_teardown_cleans_up(aws, run_playbook, kubeconfig, local_vars):
     baseline = aws.resources()
     pools = [dict(local_vars["trainium_node_pools"][0], instance_type="trn1n.32xlarge")]
@@ -198,19 +180,16 @@ def test_trn1n_pool_stopped_half_way_gets_16_efa_interfaces_and_teardown_cleans_
     assert aws.resources() == baseline
 
 
-def test_teardown_after_an_interrupted_run_empties_the_account(aws, rehearsal, kubeconfig, run_playbook):
+@pytest.mark.xdist_group("shared_stack")  # eks_cluster reaches the cluster with an EKS token
+def test_teardown_after_an_interrupted_run_empties_the_account(aws, kubeconfig, run_playbook, wait_until):
     """SIGINT the playbook once the cluster exists, as a user pressing Ctrl-C would."""
     baseline = aws.resources()
-    env = dict(rehearsal, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
     cmd = [str(VENV_BIN / "ansible-playbook"), INFRASTRUCTURE, "-i", "inventories/local"] + run_args(kubeconfig)
-    process = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    process = subprocess.Popen(cmd, cwd=ROOT, env=run_playbook.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     eks = aws.client("eks")
-    deadline = time.monotonic() + 240
     try:
-        while time.monotonic() < deadline and process.poll() is None:
-            if CLUSTER in eks.list_clusters()["clusters"]:
-                break
-            time.sleep(0.5)
+        wait_until(lambda: process.poll() is not None or CLUSTER in eks.list_clusters()["clusters"], timeout=240, interval=0.5,
+                   what=f"the playbook to create EKS cluster {CLUSTER} (or to end)")
         assert process.poll() is None, "the playbook ended before it could be interrupted:\n" + process.stdout.read()[-3000:]
         os.killpg(process.pid, signal.SIGINT)
         output = process.communicate(timeout=60)[0]
@@ -231,7 +210,7 @@ def test_teardown_of_an_empty_account_changes_nothing(aws, run_playbook, kubecon
     baseline = aws.resources()
     down = run_playbook(TEARDOWN, args=run_args(kubeconfig))
     assert down.rc == 0, down
-    assert recap(down.output)["changed"] == 0, changed_tasks(down.output)
+    assert down.recap["changed"] == 0, down.changed_tasks
     assert aws.resources() == baseline
 
 

@@ -5,38 +5,22 @@
 
 from __future__ import annotations
 
-import json
-import os
-import pathlib
-import subprocess
-
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-VENV_BIN = pathlib.Path(os.environ.get("VENV", ROOT / ".venv")) / "bin"
 
+@pytest.fixture
+def capacity_info(run_module):
+    """trainium.eks.trainium_capacity_info on localhost: its result."""
 
-def capacity_info(rehearsal, module_args, check=False):
-    env = dict(rehearsal)
-    env.update(
-        ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
-        ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
-        ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json",
-    )
-    cmd = [
-        str(VENV_BIN / "ansible"), "localhost", "-i", "inventories/local",
-        "-m", "trainium.eks.trainium_capacity_info", "-a", json.dumps(module_args),
-    ]
-    if check:
-        cmd.append("--check")
-    completed = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False)
-    report = json.loads(completed.stdout)
-    return report["plays"][0]["tasks"][0]["hosts"]["localhost"]
+    def run(module_args, check=False, env=None):
+        return run_module("trainium.eks.trainium_capacity_info", module_args, check=check, env=env, timeout=120)
+
+    return run
 
 
 @pytest.mark.parametrize("check", [False, True], ids=["run", "check_mode"])
-def test_us_west_2_trainium_figures(aws, rehearsal, check):
-    result = capacity_info(rehearsal, {"region": "us-west-2", "instance_types": ["trn1.32xlarge", "trn1n.32xlarge"]}, check=check)
+def test_us_west_2_trainium_figures(aws, capacity_info, check):
+    result = capacity_info({"region": "us-west-2", "instance_types": ["trn1.32xlarge", "trn1n.32xlarge"]}, check=check)
     assert result.get("failed") is not True, result
     assert result["changed"] is False
     trn1 = result["instance_types"]["trn1.32xlarge"]
@@ -54,8 +38,8 @@ def test_us_west_2_trainium_figures(aws, rehearsal, check):
     assert aws.resources()["capacity_reservations"] == []
 
 
-def test_type_no_zone_offers_is_reported_not_failed(aws, rehearsal):
-    result = capacity_info(rehearsal, {"region": "us-west-2", "instance_types": ["trn2.48xlarge"]})
+def test_type_no_zone_offers_is_reported_not_failed(aws, capacity_info):
+    result = capacity_info({"region": "us-west-2", "instance_types": ["trn2.48xlarge"]})
     assert result.get("failed") is not True, result
     trn2 = result["instance_types"]["trn2.48xlarge"]
     assert trn2["offered"] is False and trn2["availability_zones"] == []
@@ -63,7 +47,7 @@ def test_type_no_zone_offers_is_reported_not_failed(aws, rehearsal):
     assert trn2["known"] is True and trn2["neuron_cores"] == 128
 
 
-def test_reservations_by_id_and_by_lookup(aws, rehearsal):
+def test_reservations_by_id_and_by_lookup(aws, capacity_info):
     ec2 = aws.client("ec2")
     reservation = ec2.create_capacity_reservation(
         InstanceType="trn1.32xlarge", InstancePlatform="Linux/UNIX", AvailabilityZone="us-west-2d",
@@ -73,7 +57,7 @@ def test_reservations_by_id_and_by_lookup(aws, rehearsal):
         InstanceType="trn1n.32xlarge", InstancePlatform="Linux/UNIX", AvailabilityZone="us-west-2d", InstanceCount=1,
     )["CapacityReservation"]
 
-    by_id = capacity_info(rehearsal, {
+    by_id = capacity_info({
         "region": "us-west-2", "instance_types": ["trn1.32xlarge"],
         "capacity_reservation_ids": [reservation["CapacityReservationId"], "cr-0000000000000000a"],
     })
@@ -82,13 +66,13 @@ def test_reservations_by_id_and_by_lookup(aws, rehearsal):
     assert (found["availability_zone"], found["total_instance_count"], found["state"]) == ("us-west-2d", 2, "active")
     assert found["availability_zone_id"] == {z["zone_name"]: z["zone_id"] for z in by_id["availability_zones"]}["us-west-2d"]
 
-    looked_up = capacity_info(rehearsal, {"region": "us-west-2", "instance_types": ["trn1.32xlarge"], "lookup_capacity_reservations": True})
+    looked_up = capacity_info({"region": "us-west-2", "instance_types": ["trn1.32xlarge"], "lookup_capacity_reservations": True})
     assert [r["id"] for r in looked_up["capacity_reservations"]] == [reservation["CapacityReservationId"]]
     assert other["CapacityReservationId"] not in [r["id"] for r in looked_up["capacity_reservations"]]
 
 
-def test_missing_region_fails_clearly(aws, rehearsal):
+def test_missing_region_fails_clearly(aws, rehearsal, capacity_info):
     env_without_region = {k: v for k, v in rehearsal.items() if k not in ("AWS_DEFAULT_REGION", "AWS_REGION")}
-    result = capacity_info(env_without_region, {"instance_types": ["trn1.32xlarge"]})
+    result = capacity_info({"instance_types": ["trn1.32xlarge"]}, env=env_without_region)
     assert result["failed"] is True
     assert "region" in result["msg"].lower()

@@ -31,12 +31,6 @@ CLUSTER = "trn-rehearsal"
 ENDPOINT = "https://127.0.0.1:6443"
 
 
-def recap(output):
-    match = re.search(r"localhost\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", output)
-    assert match, output[-3000:]
-    return dict(zip(("ok", "changed", "unreachable", "failed"), map(int, match.groups())))
-
-
 @pytest.fixture()
 def playbook(tmp_path):
     path = tmp_path / "trn_launch_template.yml"
@@ -97,7 +91,7 @@ def test_efa_templates_per_pool_then_unchanged_then_absent(aws, network, run_pla
     extra = dict(role_vars(network), **two_pools())
     result = run_playbook(playbook, extra_vars=extra)
     assert result.rc == 0, result
-    assert recap(result.output)["changed"] > 0
+    assert result.recap["changed"] > 0
 
     groups = security_groups(ec2)
     nodes, lustre = groups[f"{CLUSTER}-nodes"], groups[f"{CLUSTER}-lustre"]
@@ -151,7 +145,7 @@ def test_efa_templates_per_pool_then_unchanged_then_absent(aws, network, run_pla
 
     again = run_playbook(playbook, extra_vars=extra)
     assert again.rc == 0, again
-    assert recap(again.output)["changed"] == 0
+    assert again.recap["changed"] == 0
     assert default_data(ec2, f"{CLUSTER}-trn1")[0] == 1
 
     gone = run_playbook(playbook, extra_vars=dict(extra, trn_launch_template_state="absent"))
@@ -163,7 +157,7 @@ def test_efa_templates_per_pool_then_unchanged_then_absent(aws, network, run_pla
     # Absent again: nothing left to delete, no failure.
     gone_again = run_playbook(playbook, extra_vars=dict(extra, trn_launch_template_state="absent"))
     assert gone_again.rc == 0, gone_again
-    assert recap(gone_again.output)["changed"] == 0
+    assert gone_again.recap["changed"] == 0
 
 
 def test_changed_input_adds_a_default_version(aws, network, run_playbook, playbook):
@@ -180,7 +174,7 @@ def test_check_mode_on_an_empty_account_creates_nothing(aws, run_playbook, playb
     before = aws.resources()
     result = run_playbook(playbook, args=("--check", "--diff"))
     assert result.rc == 0, result
-    assert recap(result.output)["changed"] > 0
+    assert result.recap["changed"] > 0
     assert f"Would create the security groups {CLUSTER}-nodes and {CLUSTER}-lustre" in result.text
     assert aws.resources() == before
     assert aws.client("ec2").describe_placement_groups()["PlacementGroups"] == []

@@ -6,11 +6,13 @@
 from __future__ import annotations
 
 import base64
-import tempfile
 
 import boto3
 import kubernetes
 import pytest
+
+# The authenticator knows the clusters of the shared moto only.
+pytestmark = pytest.mark.xdist_group("shared_stack")
 
 
 def eks_token(rehearsal, cluster):
@@ -27,17 +29,6 @@ def eks_token(rehearsal, cluster):
     return "k8s-aws-v1." + base64.urlsafe_b64encode(url.encode()).decode().rstrip("=")
 
 
-def api_client(cluster, token):
-    """A Kubernetes client built only from DescribeCluster's answer and a bearer token."""
-    with tempfile.NamedTemporaryFile("wb", suffix=".crt", delete=False) as ca:
-        ca.write(base64.b64decode(cluster["certificateAuthority"]["data"]))
-    config = kubernetes.client.Configuration()
-    config.host = cluster["endpoint"]
-    config.ssl_ca_cert = ca.name
-    config.api_key = {"authorization": f"Bearer {token}"}
-    return kubernetes.client.ApiClient(config)
-
-
 @pytest.fixture()
 def eks_cluster(aws):
     subnets = [s["SubnetId"] for s in aws.client("ec2").describe_subnets()["Subnets"][:2]]
@@ -46,8 +37,8 @@ def eks_cluster(aws):
     return eks.describe_cluster(name="trn-rehearsal")["cluster"]
 
 
-def test_token_for_the_cluster_is_an_administrator(rehearsal, eks_cluster):
-    client = api_client(eks_cluster, eks_token(rehearsal, "trn-rehearsal"))
+def test_token_for_the_cluster_is_an_administrator(rehearsal, kube, eks_cluster):
+    client = kube.eks_client(eks_cluster, eks_token(rehearsal, "trn-rehearsal"))
     names = [ns.metadata.name for ns in kubernetes.client.CoreV1Api(client).list_namespace().items]
     assert "kube-system" in names
     review = kubernetes.client.AuthorizationV1Api(client).create_self_subject_access_review(
@@ -57,15 +48,15 @@ def test_token_for_the_cluster_is_an_administrator(rehearsal, eks_cluster):
 
 
 @pytest.mark.parametrize("token", ["k8s-aws-v1.bm90LWEtdXJs", "not-a-token"])
-def test_bad_tokens_are_refused(rehearsal, eks_cluster, token):
-    client = api_client(eks_cluster, token)
+def test_bad_tokens_are_refused(kube, eks_cluster, token):
+    client = kube.eks_client(eks_cluster, token)
     with pytest.raises(kubernetes.client.exceptions.ApiException) as refused:
         kubernetes.client.CoreV1Api(client).list_namespace()
     assert refused.value.status == 401
 
 
-def test_token_for_another_cluster_is_refused(rehearsal, eks_cluster):
-    client = api_client(eks_cluster, eks_token(rehearsal, "some-other-cluster"))
+def test_token_for_another_cluster_is_refused(rehearsal, kube, eks_cluster):
+    client = kube.eks_client(eks_cluster, eks_token(rehearsal, "some-other-cluster"))
     with pytest.raises(kubernetes.client.exceptions.ApiException) as refused:
         kubernetes.client.CoreV1Api(client).list_namespace()
     assert refused.value.status == 401

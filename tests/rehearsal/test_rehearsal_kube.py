@@ -21,7 +21,6 @@ import urllib.error
 import urllib.request
 import uuid
 
-import kubernetes
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -32,84 +31,64 @@ RDZV = "http://127.0.0.1:2379"
 DAEMONS = ("etcd-kube", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd-rendezvous")
 
 
-@pytest.fixture(scope="module")
-def kube_env(rehearsal):
-    """The process environment of a shell that sourced .rehearsal/env.sh."""
-    return dict(rehearsal)
-
-
-@pytest.fixture(scope="module")
-def kubectl(kube_env):
-    """Run the rehearsal's kubectl (from $STATE/bin, first on PATH) and return the completed process."""
-
-    def run(*args, check=True, stdin=None):
-        completed = subprocess.run(["kubectl", *args], env=kube_env, input=stdin, capture_output=True, text=True,
-                                   timeout=60, check=False)
-        if check:
-            assert completed.returncode == 0, completed.stderr
-        return completed
-
-    return run
+# Tests that change the shared cluster (namespaces, Deployments on the fake
+# nodes) run one after another with the Volcano tests (group shared_kube);
+# those that run `rehearsal.sh up` or kill a daemon of the shared stack run with
+# the tests of the shared moto (group shared_stack), which a restart would
+# disturb.
+SHARED_KUBE = pytest.mark.xdist_group("shared_kube")
+SHARED_STACK = pytest.mark.xdist_group("shared_stack")
 
 
 @pytest.fixture()
-def namespace(kubectl):
+def namespace(kube):
     name = f"rehearsal-{uuid.uuid4().hex[:8]}"
-    kubectl("create", "namespace", name)
+    kube.kubectl("create", "namespace", name)
     yield name
-    kubectl("delete", "namespace", name, "--wait=false", check=False)
+    kube.kubectl("delete", "namespace", name, "--wait=false", check=False)
 
 
-def eventually(probe, timeout=60, interval=1):
-    """Poll until probe() returns something truthy; return it (or fail with the last value)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value or time.monotonic() > deadline:
-            assert value, f"not true within {timeout}s: {probe.__doc__ or probe}"
-            return value
-        time.sleep(interval)
-
-
-def kubectl_json(kubectl, *args):
-    return json.loads(kubectl(*args, "-o", "json").stdout)
-
-
-def test_kubectl_is_built_from_the_pinned_version(kubectl, kube_env):
-    state_bin = pathlib.Path(kube_env["TRAINIUM_REHEARSAL_DIR"]) / "bin"
-    assert kube_env["PATH"].split(os.pathsep)[0] == str(state_bin)
+@SHARED_KUBE
+def test_kubectl_is_built_from_the_pinned_version(kube, shared_rehearsal):
+    state_bin = pathlib.Path(shared_rehearsal["TRAINIUM_REHEARSAL_DIR"]) / "bin"
+    assert shared_rehearsal["PATH"].split(os.pathsep)[0] == str(state_bin)
     assert (state_bin / "kubectl").exists()
-    versions = json.loads(kubectl("version", "-o", "json").stdout)
+    # kubectl as a shell that sourced env.sh finds it: first on PATH.
+    found = subprocess.run(["kubectl", "version", "-o", "json"], env=shared_rehearsal, capture_output=True, text=True, timeout=60, check=True)
+    versions = json.loads(found.stdout)
     assert versions["clientVersion"]["gitVersion"] == KUBE_VERSION
     assert versions["serverVersion"]["gitVersion"] == KUBE_VERSION
-    assert kubectl("get", "--raw", "/readyz").stdout.strip() == "ok"
+    assert kube.kubectl("get", "--raw", "/readyz").stdout.strip() == "ok"
 
 
-def test_unauthenticated_requests_are_refused(rehearsal):
-    context = ssl.create_default_context(cafile=rehearsal["TRAINIUM_KUBE_CA_FILE"])
+@SHARED_KUBE
+def test_unauthenticated_requests_are_refused(shared_rehearsal):
+    context = ssl.create_default_context(cafile=shared_rehearsal["TRAINIUM_KUBE_CA_FILE"])
     with pytest.raises(urllib.error.HTTPError) as refused:
         with urllib.request.urlopen(f"{API}/api/v1/namespaces", context=context, timeout=10):
             pass
     assert refused.value.code in (401, 403)
 
 
-def test_rbac_denies_a_service_account_without_bindings(kubectl):
-    answer = kubectl("auth", "can-i", "list", "secrets", "--as=system:serviceaccount:default:default", check=False)
+@SHARED_KUBE
+def test_rbac_denies_a_service_account_without_bindings(kube):
+    answer = kube.kubectl("auth", "can-i", "list", "secrets", "--as=system:serviceaccount:default:default", check=False)
     assert answer.stdout.strip() == "no"
     assert answer.returncode != 0
-    admin = kubectl("auth", "can-i", "list", "secrets", "--all-namespaces")
+    admin = kube.kubectl("auth", "can-i", "list", "secrets", "--all-namespaces")
     assert admin.stdout.strip() == "yes"
 
 
-def test_new_namespace_gets_service_account_and_root_ca(kubectl, namespace):
+@SHARED_KUBE
+def test_new_namespace_gets_service_account_and_root_ca(kube, namespace, wait_until):
     def ready():
         """the default ServiceAccount and kube-root-ca.crt ConfigMap exist"""
-        account = kubectl("-n", namespace, "get", "serviceaccount", "default", check=False)
-        config_map = kubectl("-n", namespace, "get", "configmap", "kube-root-ca.crt", check=False)
+        account = kube.kubectl("-n", namespace, "get", "serviceaccount", "default", check=False)
+        config_map = kube.kubectl("-n", namespace, "get", "configmap", "kube-root-ca.crt", check=False)
         return account.returncode == 0 and config_map.returncode == 0
 
-    eventually(ready)
-    ca = kubectl_json(kubectl, "-n", namespace, "get", "configmap", "kube-root-ca.crt")["data"]["ca.crt"]
+    wait_until(ready)
+    ca = kube.json("-n", namespace, "get", "configmap", "kube-root-ca.crt")["data"]["ca.crt"]
     assert "BEGIN CERTIFICATE" in ca
 
 
@@ -132,52 +111,56 @@ DEPLOYMENT = {
 }
 
 
-def test_controller_manager_turns_a_deployment_into_pods(kubectl, namespace):
-    kubectl("-n", namespace, "apply", "-f", "-", stdin=json.dumps(DEPLOYMENT))
+@SHARED_KUBE
+def test_controller_manager_turns_a_deployment_into_pods(kube, namespace, wait_until):
+    kube.apply(DEPLOYMENT, namespace)
 
     def replica_sets():
         """the Deployment has a ReplicaSet"""
-        return kubectl_json(kubectl, "-n", namespace, "get", "replicasets", "-l", "app=web")["items"]
+        return kube.json("-n", namespace, "get", "replicasets", "-l", "app=web")["items"]
 
     def pods():
         """the ReplicaSet made two Pods"""
-        found = kubectl_json(kubectl, "-n", namespace, "get", "pods", "-l", "app=web")["items"]
+        found = kube.json("-n", namespace, "get", "pods", "-l", "app=web")["items"]
         return found if len(found) == 2 else None
 
-    owner = eventually(replica_sets)[0]["metadata"]["ownerReferences"][0]
+    owner = wait_until(replica_sets)[0]["metadata"]["ownerReferences"][0]
     assert (owner["kind"], owner["name"]) == ("Deployment", "web")
-    for pod in eventually(pods):
+    for pod in wait_until(pods):
         assert pod["metadata"]["ownerReferences"][0]["kind"] == "ReplicaSet"
         # Without nodes (kwok adds them) Pending is the expected state; with them kwok runs the pods.
         assert pod["status"].get("phase", "Pending") in ("Pending", "Running")
 
 
-def test_scheduler_binds_pods_when_there_are_nodes(kubectl, namespace):
+@SHARED_KUBE
+def test_scheduler_binds_pods_when_there_are_nodes(kube, namespace, wait_until):
     ready = [
-        node["metadata"]["name"] for node in kubectl_json(kubectl, "get", "nodes")["items"]
+        node["metadata"]["name"] for node in kube.json("get", "nodes")["items"]
         if any(c["type"] == "Ready" and c["status"] == "True" for c in node["status"].get("conditions", []))
         and not node["spec"].get("unschedulable")
     ]
     assert ready, "the rehearsal's kwok nodes are missing or not Ready"
-    kubectl("-n", namespace, "apply", "-f", "-", stdin=json.dumps(DEPLOYMENT))
+    kube.apply(DEPLOYMENT, namespace)
 
     def scheduled():
         """kube-scheduler set spec.nodeName on both Pods"""
-        found = kubectl_json(kubectl, "-n", namespace, "get", "pods", "-l", "app=web")["items"]
+        found = kube.json("-n", namespace, "get", "pods", "-l", "app=web")["items"]
         names = [pod["spec"].get("nodeName") for pod in found]
         return names if len(names) == 2 and all(names) else None
 
-    assert set(eventually(scheduled)) <= set(ready)
+    assert set(wait_until(scheduled)) <= set(ready)
 
 
-def test_python_kubernetes_client_uses_the_generated_kubeconfig(rehearsal):
-    client = kubernetes.config.new_client_from_config(config_file=rehearsal["KUBECONFIG"])
-    names = [ns.metadata.name for ns in kubernetes.client.CoreV1Api(client).list_namespace().items]
+@SHARED_KUBE
+def test_python_kubernetes_client_uses_the_generated_kubeconfig(kube):
+    # The kube fixture's client is built from env.sh's KUBECONFIG alone.
+    names = [ns.metadata.name for ns in kube.core.list_namespace().items]
     assert {"default", "kube-system"} <= set(names)
 
 
-def test_rendezvous_etcd_speaks_the_v2_api(rehearsal):
-    assert rehearsal["TRAINIUM_RDZV_ENDPOINT"] == "127.0.0.1:2379"
+@SHARED_KUBE
+def test_rendezvous_etcd_speaks_the_v2_api(shared_rehearsal):
+    assert shared_rehearsal["TRAINIUM_RDZV_ENDPOINT"] == "127.0.0.1:2379"
     key = f"{RDZV}/v2/keys/rehearsal-test/{uuid.uuid4().hex}"
     put = urllib.request.Request(key, data=b"value=hello", method="PUT",
                                  headers={"Content-Type": "application/x-www-form-urlencoded"})
@@ -196,8 +179,9 @@ def _pids(state):
     return {name: (run / f"{name}.pid").read_text().strip() for name in DAEMONS}
 
 
-def test_second_up_is_quick_and_restarts_nothing(rehearsal):
-    state = pathlib.Path(rehearsal["TRAINIUM_REHEARSAL_DIR"])
+@SHARED_STACK
+def test_second_up_is_quick_and_restarts_nothing(shared_rehearsal):
+    state = pathlib.Path(shared_rehearsal["TRAINIUM_REHEARSAL_DIR"])
     # A first `up` makes sure everything runs (another test or a person may have touched the stack).
     subprocess.run([str(REHEARSAL), "up"], capture_output=True, text=True, timeout=900, check=True)
     before = _pids(state)
@@ -212,8 +196,9 @@ def test_second_up_is_quick_and_restarts_nothing(rehearsal):
         assert f"{name} already healthy" in completed.stdout
 
 
-def test_crashed_daemon_is_restarted_by_the_next_up(rehearsal):
-    state = pathlib.Path(rehearsal["TRAINIUM_REHEARSAL_DIR"])
+@SHARED_STACK
+def test_crashed_daemon_is_restarted_by_the_next_up(shared_rehearsal):
+    state = pathlib.Path(shared_rehearsal["TRAINIUM_REHEARSAL_DIR"])
     pidfile = state / "run" / "kube-scheduler.pid"
     old = int(pidfile.read_text())
     os.kill(old, signal.SIGKILL)

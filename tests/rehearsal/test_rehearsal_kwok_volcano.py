@@ -10,9 +10,7 @@ rehearsal's EC2 endpoint (moto).
 
 from __future__ import annotations
 
-import json
 import pathlib
-import subprocess
 import sys
 import time
 
@@ -20,7 +18,6 @@ import boto3
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-FAULT = ROOT / "tools" / "rehearsal" / "fault.sh"
 NAMESPACE = "default"
 NEURON = "aws.amazon.com/neuron"
 NEURONCORE = "aws.amazon.com/neuroncore"
@@ -28,53 +25,9 @@ EFA = "vpc.amazonaws.com/efa"
 INSTANCE_TYPE = "trn1.32xlarge"
 
 
-class Kube:
-    """kubectl of the rehearsal, with its admin kubeconfig."""
-
-    def __init__(self, env):
-        # The environment of a shell that sourced env.sh: KUBECONFIG, PATH with $STATE/bin first.
-        self.env = dict(env)
-        self.kubectl = str(pathlib.Path(env["TRAINIUM_REHEARSAL_DIR"]) / "bin" / "kubectl")
-
-    def run(self, *args, stdin=None, check=True):
-        completed = subprocess.run(
-            [self.kubectl, *args], input=stdin, env=self.env, capture_output=True, text=True, timeout=120, check=False,
-        )
-        if check and completed.returncode != 0:
-            raise AssertionError(f"kubectl {' '.join(args)} failed:\n{completed.stdout}{completed.stderr}")
-        return completed
-
-    def json(self, *args):
-        return json.loads(self.run(*args, "-o", "json").stdout)
-
-    def apply(self, obj):
-        self.run("apply", "-f", "-", stdin=json.dumps(obj))
-
-    def fault(self, *args):
-        completed = subprocess.run([str(FAULT), *args], env=self.env, capture_output=True, text=True, timeout=120, check=False)
-        assert completed.returncode == 0, completed.stdout + completed.stderr
-        return completed.stdout
-
-    def describe_pods(self, selector):
-        return self.run("-n", NAMESPACE, "describe", "pods", "-l", selector, check=False).stdout
-
-
-def wait_until(what, probe, timeout=120, interval=1.0, explain=None):
-    """Poll probe() until it returns something truthy; fail with explain() output."""
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = probe()
-        if last:
-            return last
-        time.sleep(interval)
-    details = explain() if explain else ""
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}; last seen: {last!r}\n{details}")
-
-
-@pytest.fixture(scope="module")
-def kube(rehearsal):
-    return Kube(rehearsal)
+# They change the shared cluster's nodes and use all their Neuron devices: one
+# after another (with the other tests of the shared cluster).
+pytestmark = pytest.mark.xdist_group("shared_kube")
 
 
 def volcano_job(name, replicas, min_available, neuron=None, annotations=None):
@@ -106,7 +59,7 @@ def volcano_job(name, replicas, min_available, neuron=None, annotations=None):
 
 
 @pytest.fixture()
-def jobs(kube):
+def jobs(kube, wait_until):
     """Create Volcano Jobs; every one is deleted (with its pods) after the test."""
     created = []
 
@@ -117,12 +70,11 @@ def jobs(kube):
 
     yield create
     for name in created:
-        kube.run("-n", NAMESPACE, "delete", "jobs.batch.volcano.sh", name, "--ignore-not-found", "--wait=true", "--timeout=60s", check=False)
+        kube.kubectl("-n", NAMESPACE, "delete", "jobs.batch.volcano.sh", name, "--ignore-not-found", "--wait=true", "--timeout=60s", check=False)
     for name in created:
         wait_until(
-            f"the pods of {name} to go",
             lambda name=name: not kube.json("-n", NAMESPACE, "get", "pods", "-l", f"volcano.sh/job-name={name}")["items"],
-            timeout=60,
+            timeout=60, what=f"the pods of {name} to go",
         )
 
 
@@ -176,11 +128,11 @@ def test_kwok_nodes_match_the_node_pool(kube, rehearsal, local_vars):
         assert ready and ready[0]["status"] == "True", node["status"].get("conditions")
 
 
-def test_gang_job_that_fits_runs(kube, jobs):
+def test_gang_job_that_fits_runs(kube, jobs, wait_until):
     name = jobs(volcano_job("rehearsal-fits", replicas=2, min_available=2, neuron=16))
     wait_until(
-        f"Volcano job {name} to be Running", lambda: job_phase(kube, name) == "Running",
-        timeout=120, explain=lambda: kube.describe_pods(f"volcano.sh/job-name={name}"),
+        lambda: job_phase(kube, name) == "Running", timeout=120, what=f"Volcano job {name} to be Running",
+        explain=lambda: kube.describe_pods(NAMESPACE, f"volcano.sh/job-name={name}"),
     )
     pods = job_pods(kube, name)
     assert len(pods) == 2
@@ -188,7 +140,7 @@ def test_gang_job_that_fits_runs(kube, jobs):
     assert all(p["status"]["phase"] == "Running" for p in pods)
 
 
-def test_gang_job_larger_than_the_cluster_stays_pending(kube, jobs):
+def test_gang_job_larger_than_the_cluster_stays_pending(kube, jobs, wait_until):
     name = jobs(volcano_job("rehearsal-too-big", replicas=3, min_available=3, neuron=16))
 
     def unschedulable():
@@ -198,7 +150,7 @@ def test_gang_job_larger_than_the_cluster_stays_pending(kube, jobs):
         conditions = [c for c in (group.get("status") or {}).get("conditions") or [] if c.get("type") == "Unschedulable"]
         return conditions and (group, conditions[-1])
 
-    group, condition = wait_until(f"the PodGroup of {name} to say why it waits", unschedulable, timeout=90)
+    group, condition = wait_until(unschedulable, timeout=90, what=f"the PodGroup of {name} to say why it waits")
     # Observed with Volcano v1.10.0: the enqueue action keeps the PodGroup
     # Pending (48 Neuron devices asked, 32 exist), so the controller creates
     # no pods; the condition says "3/0 tasks in gang unschedulable: pod group
@@ -213,7 +165,7 @@ def test_gang_job_larger_than_the_cluster_stays_pending(kube, jobs):
     assert all(not p["spec"].get("nodeName") for p in job_pods(kube, name))
 
 
-def test_node_lose_neuron_and_restore(kube, jobs):
+def test_node_lose_neuron_and_restore(kube, jobs, wait_until):
     def allocatable(node):
         return kube.json("get", "node", node)["status"]["allocatable"]
 
@@ -228,15 +180,14 @@ def test_node_lose_neuron_and_restore(kube, jobs):
     finally:
         kube.fault("node-restore", "trn1-1")
     assert (allocatable("trn1-1")[NEURON], allocatable("trn1-1")[NEURONCORE]) == ("16", "32")
-    wait_until(f"Volcano job {name} to run once the node is back", lambda: job_phase(kube, name) == "Running", timeout=90)
+    wait_until(lambda: job_phase(kube, name) == "Running", timeout=90, what=f"Volcano job {name} to run once the node is back")
 
 
-def test_pod_fail(kube, jobs):
+def test_pod_fail(kube, jobs, wait_until):
     name = jobs(volcano_job("rehearsal-pod-fail", replicas=1, min_available=1))
     pod = wait_until(
-        f"the pod of {name} to run",
         lambda: next((p for p in job_pods(kube, name) if p["status"].get("phase") == "Running"), None),
-        timeout=120, explain=lambda: kube.describe_pods(f"volcano.sh/job-name={name}"),
+        timeout=120, what=f"the pod of {name} to run", explain=lambda: kube.describe_pods(NAMESPACE, f"volcano.sh/job-name={name}"),
     )
     kube.fault("pod-fail", NAMESPACE, pod["metadata"]["name"])
 
@@ -244,14 +195,14 @@ def test_pod_fail(kube, jobs):
         current = kube.json("-n", NAMESPACE, "get", "pod", pod["metadata"]["name"])
         return current if current["status"].get("phase") == "Failed" else None
 
-    failed = wait_until("the pod to fail", failed_pod, timeout=60)
+    failed = wait_until(failed_pod, timeout=60, what="the pod to fail")
     terminated = failed["status"]["containerStatuses"][0]["state"]["terminated"]
     assert terminated["exitCode"] == 1
 
 
-def test_annotated_job_completes(kube, jobs):
+def test_annotated_job_completes(kube, jobs, wait_until):
     name = jobs(volcano_job("rehearsal-completes", replicas=2, min_available=2, annotations={"rehearsal.trainium.eks/complete": "true"}))
     wait_until(
-        f"Volcano job {name} to complete", lambda: job_phase(kube, name) == "Completed",
-        timeout=120, explain=lambda: kube.describe_pods(f"volcano.sh/job-name={name}"),
+        lambda: job_phase(kube, name) == "Completed", timeout=120, what=f"Volcano job {name} to complete",
+        explain=lambda: kube.describe_pods(NAMESPACE, f"volcano.sh/job-name={name}"),
     )

@@ -1,13 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright: Contributors to the trainium.eks project
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The rehearsal's AWS API: moto server and the gaps tools/rehearsal/moto_ext.py closes."""
+"""The rehearsal's AWS API: moto server and the gaps tools/rehearsal/moto_ext*.py close."""
 
 from __future__ import annotations
 
 import base64
 import pathlib
-import time
 import urllib.request
 
 import botocore.exceptions
@@ -25,7 +24,7 @@ def test_aws_apis_answer(aws):
     assert aws.client("ssm").get_parameters(Names=["/nothing/here"])["InvalidParameters"] == ["/nothing/here"]
 
 
-def test_fsx_file_system_goes_from_creating_to_available(aws):
+def test_fsx_file_system_goes_from_creating_to_available(aws, wait_until):
     fsx = aws.client("fsx")
     subnet = aws.client("ec2").describe_subnets()["Subnets"][0]["SubnetId"]
     created = fsx.create_file_system(
@@ -34,14 +33,13 @@ def test_fsx_file_system_goes_from_creating_to_available(aws):
     )["FileSystem"]
     assert created["Lifecycle"] == "CREATING"
     seen = []
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        state = fsx.describe_file_systems(FileSystemIds=[created["FileSystemId"]])["FileSystems"][0]["Lifecycle"]
-        seen.append(state)
-        if state == "AVAILABLE":
-            break
-        time.sleep(1)
-    assert seen[-1] == "AVAILABLE", seen
+
+    def available():
+        """the file system to be AVAILABLE"""
+        seen.append(fsx.describe_file_systems(FileSystemIds=[created["FileSystemId"]])["FileSystems"][0]["Lifecycle"])
+        return seen[-1] == "AVAILABLE"
+
+    wait_until(available, timeout=30)
     assert seen[0] == "CREATING"
 
 

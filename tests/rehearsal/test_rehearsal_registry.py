@@ -25,6 +25,9 @@ import uuid
 
 import pytest
 
+# One image build and one buildah storage: one test after another, on one worker.
+pytestmark = pytest.mark.xdist_group("registry")
+
 REPOSITORY = "trainium/smoke"
 MANIFEST_TYPES = ", ".join((
     "application/vnd.oci.image.manifest.v1+json",
@@ -69,8 +72,8 @@ class Registry:
 
 
 @pytest.fixture(scope="module")
-def registry(rehearsal):
-    return Registry(rehearsal)
+def registry(shared_rehearsal):
+    return Registry(shared_rehearsal)
 
 
 class Buildah:
@@ -105,8 +108,8 @@ class Buildah:
 
 
 @pytest.fixture(scope="module")
-def buildah(rehearsal, tmp_path_factory):
-    return Buildah(rehearsal, tmp_path_factory.mktemp("buildah-home"))
+def buildah(shared_rehearsal, tmp_path_factory):
+    return Buildah(shared_rehearsal, tmp_path_factory.mktemp("buildah-home"))
 
 
 @pytest.fixture(scope="module")
