@@ -1,49 +1,94 @@
 #!/usr/bin/env bash
 # Every suite, in the order a failure is cheapest to find. `make test` runs it.
 # The rehearsal services are started once for the suites that need them and
-# stopped at the end, whatever happens.
+# stopped at the end, whatever happens. At the end: a table of the suites
+# (result, seconds, test counts where the runner gives them), the total, the
+# pytest counts and, last, `suites: N passed, N failed`. Each suite's output
+# is also kept in .build/test-logs/<suite>.log.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT" || exit 1
 BIN="${VENV:-$ROOT/.venv}/bin"
 export PATH="$BIN:$PATH" ANSIBLE_CONFIG="$ROOT/ansible.cfg"
+LOGS="$ROOT/.build/test-logs"
+mkdir -p "$LOGS"
+all_started=$(date +%s)
 
 passed=0
 failed=0
 failures=()
-run() {
-  local name="$1"
-  shift
-  local started
-  started=$(date +%s)
-  printf '\n===== %s =====\n' "$name"
-  if "$@"; then
-    passed=$((passed + 1))
-    printf '===== %s: passed in %ss =====\n' "$name" "$(( $(date +%s) - started ))"
-  else
-    failed=$((failed + 1))
-    failures+=("$name")
-    printf '===== %s: FAILED after %ss =====\n' "$name" "$(( $(date +%s) - started ))"
-  fi
+rows=()
+pytest_counts=""
+
+# counts SUITE LOG: what the runner says it ran, on one line (empty if it says nothing).
+counts() {
+  local log="$1"
+  case "$2" in
+    pytest)
+      # The final line: "==== 3 failed, 700 passed, 1 error in 512.30s ====".
+      sed -n 's/^=* \(.*[0-9] \(passed\|failed\|error\|errors\|skipped\|no tests ran\).*\) in [0-9.]*s.*$/\1/p' "$log" | tail -n 1
+      ;;
+    molecule)
+      # The scenario recap: "<scenario>: actions=N  successful=N ... failed=N", one line per scenario.
+      sed 's/\x1b\[[0-9;]*m//g' "$log" | awk '
+        /^[A-Za-z0-9_-]+ *: actions=[0-9]+/ { n++; if ($0 ~ /failed=[1-9]/) bad++ }
+        END { if (n) printf "%d scenarios, %d failed", n, bad }'
+      ;;
+  esac
 }
 
-run lint bash -c 'yamllint --strict . && ansible-lint'
-run changelog antsibull-changelog lint
-run sanity tools/sanity.sh
+# run NAME KIND COMMAND...: one suite, its output shown and kept in $LOGS/NAME.log.
+run() {
+  local name="$1" kind="$2" started seconds result log
+  shift 2
+  log="$LOGS/${name// /-}.log"
+  started=$(date +%s)
+  printf '\n===== %s =====\n' "$name"
+  if "$@" 2>&1 | tee "$log"; then
+    result=passed
+    passed=$((passed + 1))
+  else
+    result=FAILED
+    failed=$((failed + 1))
+    failures+=("$name")
+  fi
+  seconds=$(( $(date +%s) - started ))
+  printf '===== %s: %s in %ss =====\n' "$name" "$result" "$seconds"
+  local ran
+  ran="$(counts "$log" "$kind")"
+  if [[ "$kind" == pytest ]]; then pytest_counts="$ran"; fi
+  rows+=("$(printf '%-30s %-7s %6s  %s' "$name" "$result" "$seconds" "$ran")")
+}
+
+run lint - bash -c 'yamllint --strict . && ansible-lint'
+run changelog - antsibull-changelog lint
+run sanity - tools/sanity.sh
 
 tools/rehearsal/rehearsal.sh up || { echo "the rehearsal services did not start"; exit 1; }
 trap 'tools/rehearsal/rehearsal.sh down' EXIT
 # shellcheck disable=SC1091
 source .rehearsal/env.sh
 
-run "unit and integration tests" pytest tests/unit tests/integration
-run molecule molecule test --all
-run build tools/build-check.sh
+# tests/unit, tests/rehearsal and tests/integration (pytest.ini), in parallel
+# workers (pytest-xdist); exit 5 (no tests collected) counts as a failure.
+run "unit, rehearsal, integration" pytest pytest
+run molecule molecule molecule test --all
+run build - tools/build-check.sh
 
 trap - EXIT
 tools/rehearsal/rehearsal.sh down || { failed=$((failed + 1)); failures+=("rehearsal-down"); }
 
+printf '\n%-30s %-7s %6s  %s\n' suite result seconds tests
+for row in "${rows[@]}"; do printf '%s\n' "$row"; done
+printf '%-30s %-7s %6s\n' "total (with rehearsal up/down)" "" "$(( $(date +%s) - all_started ))"
 printf '\n'
 if (( failed )); then printf 'failed suites: %s\n' "${failures[*]}"; fi
+# The whole pytest run as "N passed, N failed" (errors count as failed).
+if [[ -n "$pytest_counts" ]]; then
+  tests_passed="$(grep -o '[0-9]* passed' <<<"$pytest_counts" | grep -o '[0-9]*' || echo 0)"
+  tests_failed=$(( $(grep -o '[0-9]* failed' <<<"$pytest_counts" | grep -o '[0-9]*' || echo 0) \
+    + $(grep -o '[0-9]* errors\?' <<<"$pytest_counts" | grep -o '[0-9]*' || echo 0) ))
+  printf 'tests: %d passed, %d failed\n' "${tests_passed:-0}" "$tests_failed"
+fi
 printf 'suites: %d passed, %d failed\n' "$passed" "$failed"
 exit $(( failed > 0 ))
