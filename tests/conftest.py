@@ -73,10 +73,42 @@ def _group(item):
     return (marker.args[0] if marker.args else marker.kwargs.get("name")) if marker else None
 
 
-def pytest_collection_modifyitems(items):
-    """The grouped tests first (shared_stack, then the others), the rest in collection order."""
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """The grouped tests first (shared_stack, then the others), the rest in collection order.
+
+    On an xdist worker with --dist loadgroup, also give each grouped item the
+    node id suffix `@<group>` that the controller schedules by. xdist 3.8
+    writes it to ``item._nodeid``, which pytest 9 no longer reads (the id is
+    ``item._id``, a NodeId), so without this every group is silently spread
+    over all workers (seen: the shared_stack tests on three workers at once).
+    """
     rank = {name: i for i, name in enumerate(GROUP_ORDER)}
     items.sort(key=lambda item: rank.get(_group(item), len(GROUP_ORDER)))
+    if not (_xdist_worker() and getattr(config.option, "loadgroup", False)):
+        return
+    from _pytest.nodeid import NodeId  # pylint: disable=import-outside-toplevel
+
+    for item in items:
+        group = _group(item)
+        if group and "@" not in item.nodeid and isinstance(getattr(item, "_id", None), NodeId):
+            item._id = NodeId.parse(f"{item.nodeid}@{group}")  # pylint: disable=protected-access
+
+
+@pytest.fixture(autouse=True)
+def _one_test_of_a_group_at_a_time(request, tmp_path_factory):
+    """Hold an inter-worker lock per xdist group for the whole test (its function fixtures included).
+
+    The scheduler already keeps a group on one worker; the lock makes sure of
+    it whatever the scheduler does, since the tests of a group share a moto,
+    nodes or storage that they reset or change.
+    """
+    group = _group(request.node)
+    if not (group and _xdist_worker()):
+        yield
+        return
+    with _lock(tmp_path_factory.getbasetemp().parent / f"group-{group}.lock"):
+        yield
 
 
 def _read_env_file(path, base=None):
