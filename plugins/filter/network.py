@@ -2,96 +2,22 @@
 # Copyright: Contributors to the trainium.eks project
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""Filters of the network role: input checks, subnet CIDR plan, bring-your-own subnet checks.
+"""Filters of the network role: subnet CIDR plan, bring-your-own subnet checks.
+
+Its input checks are part of the validation pass (module_utils/trainium_validation.py).
 
 Pure functions (no AWS calls) so that the decisions are unit tested.
 """
 
 from __future__ import annotations
 
-import ipaddress
-
 from ansible.errors import AnsibleFilterError
 
-NAT_MODES = ("single", "per_zone")
-STATES = ("present", "absent")
-
-
-def _type_name(value):
-    """The plain type name (ansible-core 2.19 hands filters tagged subclasses of str, int, ...)."""
-    for kind in (bool, int, float, str, list, dict):
-        if isinstance(value, kind):
-            return kind.__name__
-    return "null" if value is None else type(value).__name__
-
-
-def _describe(value):
-    """repr of the plain value and its plain type, e.g. '10.0.0.0/8' (str)."""
-    for kind in (bool, int, float, str):
-        if isinstance(value, kind):
-            value = kind(value)
-            break
-    return f"{value!r} ({_type_name(value)})"
-
-
-def _network(value):
-    """An IPv4 network from a CIDR string, or None when it is not one (host bits set included)."""
-    if not isinstance(value, str):
-        return None
-    try:
-        return ipaddress.IPv4Network(value, strict=True)
-    except ValueError:
-        return None
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_validation import ipv4_network as _network
 
 
 def _prefix_ok(value):
     return isinstance(value, int) and not isinstance(value, bool) and 16 <= value <= 28
-
-
-def network_input_errors(settings):
-    """One message per bad network_* setting: the variable, the value, what is allowed."""
-    if not isinstance(settings, dict):
-        raise AnsibleFilterError(f"network_input_errors expects a mapping of network_* variables, got {type(settings).__name__}")
-    errors = []
-    state = settings.get("network_state")
-    if state not in STATES:
-        errors.append(f"network_state: got {_describe(state)}; allowed: one of {', '.join(STATES)}")
-    nat = settings.get("network_nat_gateways")
-    if nat not in NAT_MODES:
-        errors.append(f"network_nat_gateways: got {_describe(nat)}; allowed: one of {', '.join(NAT_MODES)}")
-    cidr = settings.get("network_vpc_cidr")
-    vpc = _network(cidr)
-    if vpc is None or not 16 <= vpc.prefixlen <= 24:
-        errors.append(
-            f"network_vpc_cidr: got {_describe(cidr)}; allowed: an IPv4 network in CIDR notation with a prefix from /16 to /24, "
-            "without host bits (for example 10.0.0.0/16)"
-        )
-    for name in ("network_private_subnet_prefix", "network_public_subnet_prefix"):
-        value = settings.get(name)
-        if not _prefix_ok(value):
-            errors.append(f"{name}: got {_describe(value)}; allowed: an integer from 16 to 28")
-        elif vpc is not None and value < vpc.prefixlen:
-            errors.append(f"{name}: got {value}; allowed: a prefix not shorter than the VPC's /{vpc.prefixlen} (network_vpc_cidr {cidr})")
-    vpc_id = settings.get("network_vpc_id")
-    private = settings.get("network_private_subnet_ids")
-    public = settings.get("network_public_subnet_ids")
-    for name, value in (("network_private_subnet_ids", private), ("network_public_subnet_ids", public)):
-        if not isinstance(value, list) or not all(isinstance(item, str) and item.startswith("subnet-") for item in value):
-            errors.append(f"{name}: got {_describe(value)}; allowed: a list of subnet IDs (subnet-...)")
-    if vpc_id not in (None, ""):
-        if not isinstance(vpc_id, str) or not vpc_id.startswith("vpc-"):
-            errors.append(f"network_vpc_id: got {_describe(vpc_id)}; allowed: a VPC ID (vpc-...) or empty to create the VPC")
-        elif isinstance(private, list) and not private:
-            errors.append(
-                f"network_private_subnet_ids: got [] with network_vpc_id {vpc_id}; allowed: the private subnets of that VPC, "
-                "at least one in every cluster zone"
-            )
-    elif (isinstance(private, list) and private) or (isinstance(public, list) and public):
-        errors.append(
-            "network_vpc_id: got empty while network_private_subnet_ids / network_public_subnet_ids are set; "
-            "allowed: set network_vpc_id with the subnets (bring your own network) or leave all three empty (create it)"
-        )
-    return errors
 
 
 def network_subnet_plan(vpc_cidr, zones, private_prefix=19, public_prefix=24):
@@ -192,7 +118,6 @@ def network_byo_subnets(subnets, vpc_id, private_ids, public_ids, zones):
 class FilterModule:
     def filters(self):
         return {
-            "network_input_errors": network_input_errors,
             "network_subnet_plan": network_subnet_plan,
             "network_byo_subnets": network_byo_subnets,
         }

@@ -16,7 +16,25 @@ from __future__ import annotations
 import re
 
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_facts import USABLE_RESERVATION_STATES
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_problems import Problems, is_int as _is_int
 
+# The deployment variables: the one list every entry point (validation pass,
+# preflight, teardown) reads from the inventory.
+DEPLOYMENT_VARIABLES = (
+    "trainium_cluster_name",
+    "trainium_region",
+    "trainium_aws_endpoint_url",
+    "trainium_kubernetes_version",
+    "trainium_node_pools",
+    "trainium_storage",
+    "trainium_image",
+    "trainium_dataset",
+    "trainium_job",
+    "trainium_tags",
+)
+MANAGED_BY = "trainium.eks"
+CLUSTER_TAG = "trainium.eks/cluster"
+POOL_LABEL = "trainium.eks/pool"
 TRAINIUM_INSTANCE_TYPES = ("trn1.2xlarge", "trn1.32xlarge", "trn1n.32xlarge", "trn2.48xlarge")
 KUBERNETES_VERSIONS = ("1.31", "1.32", "1.33", "1.34", "1.35")
 CAPACITY_TYPES = ("ON_DEMAND", "SPOT", "CAPACITY_BLOCK")
@@ -30,7 +48,7 @@ MAX_NODES_PER_POOL = 100
 MAX_FSX_GIB = 2400 * 1000
 # AWS allows 50 tags per resource; the collection sets three of its own.
 MAX_USER_TAGS = 40
-RESERVED_TAG_KEYS = ("trainium.eks/cluster", "ManagedBy", "Name")
+RESERVED_TAG_KEYS = (CLUSTER_TAG, "ManagedBy", "Name")
 
 CLUSTER_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,38}[A-Za-z0-9]$")
 REGION_RE = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]$")
@@ -49,93 +67,29 @@ LABEL_KEY_RE = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Z
 LABEL_VALUE_RE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
 
 
-def _type_name(value):
-    # Templated values may be lazy subclasses (ansible-core 2.19); name the plain type.
-    for kind in (bool, int, float, str, list, dict):
-        if isinstance(value, kind):
-            return kind.__name__
-    return type(value).__name__
-
-
-def _plain(value):
-    if isinstance(value, dict):
-        return {_plain(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    for kind in (bool, int, float, str):
-        if isinstance(value, kind):
-            return kind(value)
-    return value
-
-
-def _fmt(value):
-    if isinstance(value, str):
-        return repr(str(value))
-    return f"{_plain(value)!r} ({_type_name(value)})"
-
-
-class _Errors(list):
-    def add(self, name, value, allowed):
-        self.append(f"{name}: got {_fmt(value)}; allowed: {allowed}")
-
-
-def _is_int(value):
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _check_int(errors, name, value, low, high):
-    if not _is_int(value) or not low <= value <= high:
-        errors.add(name, value, f"an integer from {low} to {high}")
-        return False
-    return True
-
-
-def _check_choice(errors, name, value, choices):
-    # 128.0 == 128 and True == 1 in Python: integer choices take integers only.
-    numeric = all(_is_int(c) for c in choices)
-    if (numeric and not _is_int(value)) or value not in choices:
-        errors.add(name, value, "one of " + ", ".join(str(c) for c in choices))
-        return False
-    return True
-
-
-def _check_re(errors, name, value, regex, allowed):
-    if not isinstance(value, str) or not regex.match(value):
-        errors.add(name, value, allowed)
-        return False
-    return True
-
-
-def _check_mapping(errors, name, value):
-    if not isinstance(value, dict):
-        errors.add(name, value, "a mapping")
-        return False
-    return True
-
-
 def _validate_pool(errors, index, pool, seen_names):
     base = f"trainium_node_pools[{index}]"
-    if not _check_mapping(errors, base, pool):
+    if not errors.check_mapping(base, pool):
         return
     name = pool.get("name")
-    if _check_re(errors, f"{base}.name", name, DNS_LABEL_RE, "a DNS label: 1-63 lowercase letters, digits and '-'"):
+    if errors.check_re(f"{base}.name", name, DNS_LABEL_RE, "a DNS label: 1-63 lowercase letters, digits and '-'"):
         if name in seen_names:
             errors.add(f"{base}.name", name, "a name not used by another pool")
         seen_names.add(name)
-    _check_choice(errors, f"{base}.instance_type", pool.get("instance_type"), TRAINIUM_INSTANCE_TYPES)
+    errors.check_choice(f"{base}.instance_type", pool.get("instance_type"), TRAINIUM_INSTANCE_TYPES)
     count = pool.get("count")
-    count_ok = _check_int(errors, f"{base}.count", count, 1, MAX_NODES_PER_POOL)
+    count_ok = errors.check_int(f"{base}.count", count, 1, MAX_NODES_PER_POOL)
     # Unset and null both mean "the same as count".
     min_count = count if pool.get("min_count") is None else pool["min_count"]
     max_count = count if pool.get("max_count") is None else pool["max_count"]
     if count_ok:
-        _check_int(errors, f"{base}.min_count", min_count, 0, count)
-        _check_int(errors, f"{base}.max_count", max_count, count, MAX_NODES_PER_POOL)
+        errors.check_int(f"{base}.min_count", min_count, 0, count)
+        errors.check_int(f"{base}.max_count", max_count, count, MAX_NODES_PER_POOL)
     capacity_type = pool.get("capacity_type", "ON_DEMAND")
-    _check_choice(errors, f"{base}.capacity_type", capacity_type, CAPACITY_TYPES)
+    errors.check_choice(f"{base}.capacity_type", capacity_type, CAPACITY_TYPES)
     reservation = pool.get("capacity_reservation_id")
     if reservation is not None:
-        _check_re(errors, f"{base}.capacity_reservation_id", reservation, RESERVATION_RE, "a capacity reservation id such as 'cr-0123456789abcdef0'")
+        errors.check_re(f"{base}.capacity_reservation_id", reservation, RESERVATION_RE, "a capacity reservation id such as 'cr-0123456789abcdef0'")
         if capacity_type == "SPOT":
             errors.add(f"{base}.capacity_reservation_id", reservation, "no reservation when capacity_type is SPOT")
     elif capacity_type == "CAPACITY_BLOCK":
@@ -144,13 +98,13 @@ def _validate_pool(errors, index, pool, seen_names):
     if zone is not None and not (isinstance(zone, str) and (ZONE_NAME_RE.match(zone) or ZONE_ID_RE.match(zone))):
         errors.add(f"{base}.availability_zone", zone, "a zone name such as 'us-west-2d' or a zone id such as 'usw2-az4', or leave it unset")
     if "root_volume_size_gib" in pool:
-        _check_int(errors, f"{base}.root_volume_size_gib", pool["root_volume_size_gib"], 100, 16384)
+        errors.check_int(f"{base}.root_volume_size_gib", pool["root_volume_size_gib"], 100, 16384)
     labels = pool.get("labels", {})
-    if _check_mapping(errors, f"{base}.labels", labels):
+    if errors.check_mapping(f"{base}.labels", labels):
         for key, value in labels.items():
-            _check_re(errors, f"{base}.labels key", key, LABEL_KEY_RE, "a Kubernetes label key")
-            _check_re(
-                errors, f"{base}.labels[{key}]", value, LABEL_VALUE_RE,
+            errors.check_re(f"{base}.labels key", key, LABEL_KEY_RE, "a Kubernetes label key")
+            errors.check_re(
+                f"{base}.labels[{key}]", value, LABEL_VALUE_RE,
                 "a Kubernetes label value (63 characters at most, quoted if it looks like a number or boolean)",
             )
     taints = pool.get("taints", [])
@@ -159,18 +113,18 @@ def _validate_pool(errors, index, pool, seen_names):
         return
     for t_index, taint in enumerate(taints):
         t_base = f"{base}.taints[{t_index}]"
-        if _check_mapping(errors, t_base, taint):
-            _check_re(errors, f"{t_base}.key", taint.get("key"), LABEL_KEY_RE, "a Kubernetes taint key")
+        if errors.check_mapping(t_base, taint):
+            errors.check_re(f"{t_base}.key", taint.get("key"), LABEL_KEY_RE, "a Kubernetes taint key")
             if taint.get("value") is not None:
-                _check_re(errors, f"{t_base}.value", taint["value"], LABEL_VALUE_RE, "a Kubernetes taint value (63 characters at most), or leave it unset")
-            _check_choice(errors, f"{t_base}.effect", taint.get("effect"), TAINT_EFFECTS)
+                errors.check_re(f"{t_base}.value", taint["value"], LABEL_VALUE_RE, "a Kubernetes taint value (63 characters at most), or leave it unset")
+            errors.check_choice(f"{t_base}.effect", taint.get("effect"), TAINT_EFFECTS)
 
 
 def _validate_storage(errors, storage):
-    if not _check_mapping(errors, "trainium_storage", storage):
+    if not errors.check_mapping("trainium_storage", storage):
         return
     dtype = storage.get("deployment_type")
-    type_ok = _check_choice(errors, "trainium_storage.deployment_type", dtype, FSX_DEPLOYMENT_TYPES)
+    type_ok = errors.check_choice("trainium_storage.deployment_type", dtype, FSX_DEPLOYMENT_TYPES)
     capacity = storage.get("storage_capacity_gib")
     if not _is_int(capacity) or capacity < 1200 or capacity > MAX_FSX_GIB or (capacity != 1200 and capacity % 2400):
         errors.add("trainium_storage.storage_capacity_gib", capacity, f"1200, or a multiple of 2400 up to {MAX_FSX_GIB}")
@@ -183,58 +137,58 @@ def _validate_storage(errors, storage):
             errors.add("trainium_storage.per_unit_storage_throughput", throughput, f"unset (null) for {dtype}")
     repo = storage.get("data_repository_path")
     if repo is not None:
-        _check_re(errors, "trainium_storage.data_repository_path", repo, S3_URL_RE, "an S3 URL such as 's3://bucket/prefix', or leave it unset")
+        errors.check_re("trainium_storage.data_repository_path", repo, S3_URL_RE, "an S3 URL such as 's3://bucket/prefix', or leave it unset")
 
 
 def _validate_image(errors, image):
-    if not _check_mapping(errors, "trainium_image", image):
+    if not errors.check_mapping("trainium_image", image):
         return
-    _check_re(
-        errors, "trainium_image.repository", image.get("repository"), ECR_REPO_RE,
+    errors.check_re(
+        "trainium_image.repository", image.get("repository"), ECR_REPO_RE,
         "an ECR repository name: lowercase letters, digits, '.', '_', '-' and '/'",
     )
     tag = image.get("tag")
-    if _check_re(errors, "trainium_image.tag", tag, IMAGE_TAG_RE, "an image tag of 1-128 letters, digits, '.', '_' and '-'") and tag == "latest":
+    if errors.check_re("trainium_image.tag", tag, IMAGE_TAG_RE, "an image tag of 1-128 letters, digits, '.', '_' and '-'") and tag == "latest":
         errors.add("trainium_image.tag", tag, "a version tag; 'latest' is not allowed because tags are immutable and pinned")
     base = image.get("base_image")
-    if not _check_re(errors, "trainium_image.base_image", base, PINNED_IMAGE_RE, "a full image reference 'registry/name:tag' or '...@sha256:<digest>'"):
+    if not errors.check_re("trainium_image.base_image", base, PINNED_IMAGE_RE, "a full image reference 'registry/name:tag' or '...@sha256:<digest>'"):
         return
     if ":" not in base.split("/")[-1] and "@sha256:" not in base or base.endswith(":latest"):
         errors.add("trainium_image.base_image", base, "an image pinned by a version tag or a digest, not 'latest' or no tag")
 
 
 def _validate_dataset(errors, dataset):
-    if not _check_mapping(errors, "trainium_dataset", dataset):
+    if not errors.check_mapping("trainium_dataset", dataset):
         return
-    _check_re(errors, "trainium_dataset.name", dataset.get("name"), DATASET_NAME_RE, "a directory name of letters, digits, '.', '_' and '-'")
+    errors.check_re("trainium_dataset.name", dataset.get("name"), DATASET_NAME_RE, "a directory name of letters, digits, '.', '_' and '-'")
     source = dataset.get("source")
     if source != "synthetic":
-        _check_re(errors, "trainium_dataset.source", source, S3_URL_RE, "'synthetic' or an S3 URL such as 's3://bucket/key.tar'")
-    _check_choice(errors, "trainium_dataset.seq_len", dataset.get("seq_len"), SEQUENCE_LENGTHS)
+        errors.check_re("trainium_dataset.source", source, S3_URL_RE, "'synthetic' or an S3 URL such as 's3://bucket/key.tar'")
+    errors.check_choice("trainium_dataset.seq_len", dataset.get("seq_len"), SEQUENCE_LENGTHS)
 
 
 def _validate_job(errors, job, pool_names):
-    if not _check_mapping(errors, "trainium_job", job):
+    if not errors.check_mapping("trainium_job", job):
         return
-    _check_re(errors, "trainium_job.name", job.get("name"), JOB_NAME_RE, "1-40 lowercase letters, digits and '-', starting with a letter")
-    _check_re(errors, "trainium_job.namespace", job.get("namespace"), DNS_LABEL_RE, "a Kubernetes namespace name (DNS label)")
-    _check_re(errors, "trainium_job.queue", job.get("queue"), DNS_LABEL_RE, "a Volcano queue name (DNS label)")
+    errors.check_re("trainium_job.name", job.get("name"), JOB_NAME_RE, "1-40 lowercase letters, digits and '-', starting with a letter")
+    errors.check_re("trainium_job.namespace", job.get("namespace"), DNS_LABEL_RE, "a Kubernetes namespace name (DNS label)")
+    errors.check_re("trainium_job.queue", job.get("queue"), DNS_LABEL_RE, "a Volcano queue name (DNS label)")
     if pool_names:
-        _check_choice(errors, "trainium_job.node_pool", job.get("node_pool"), sorted(pool_names))
-    _check_int(errors, "trainium_job.nnodes", job.get("nnodes"), 1, MAX_NODES_PER_POOL * MAX_POOLS)
-    _check_int(errors, "trainium_job.nproc_per_node", job.get("nproc_per_node"), 1, 128)
-    _check_int(errors, "trainium_job.batch_size", job.get("batch_size"), 1, 4096)
-    _check_int(errors, "trainium_job.grad_accum_usteps", job.get("grad_accum_usteps"), 1, 4096)
-    _check_int(errors, "trainium_job.max_retry", job.get("max_retry", 3), 0, 10)
+        errors.check_choice("trainium_job.node_pool", job.get("node_pool"), sorted(pool_names))
+    errors.check_int("trainium_job.nnodes", job.get("nnodes"), 1, MAX_NODES_PER_POOL * MAX_POOLS)
+    errors.check_int("trainium_job.nproc_per_node", job.get("nproc_per_node"), 1, 128)
+    errors.check_int("trainium_job.batch_size", job.get("batch_size"), 1, 4096)
+    errors.check_int("trainium_job.grad_accum_usteps", job.get("grad_accum_usteps"), 1, 4096)
+    errors.check_int("trainium_job.max_retry", job.get("max_retry", 3), 0, 10)
     if "steps_this_run" in job and job["steps_this_run"] is not None:
-        _check_int(errors, "trainium_job.steps_this_run", job["steps_this_run"], 1, 10_000_000)
-    _check_choice(errors, "trainium_job.precision", job.get("precision", "bf16"), PRECISIONS)
+        errors.check_int("trainium_job.steps_this_run", job["steps_this_run"], 1, 10_000_000)
+    errors.check_choice("trainium_job.precision", job.get("precision", "bf16"), PRECISIONS)
 
 
 def _validate_tags(errors, tags):
     if tags is None:
         return
-    if not _check_mapping(errors, "trainium_tags", tags):
+    if not errors.check_mapping("trainium_tags", tags):
         return
     if len(tags) > MAX_USER_TAGS:
         errors.add("trainium_tags", f"{len(tags)} tags", f"at most {MAX_USER_TAGS} tags (AWS allows 50 per resource; the collection adds 3)")
@@ -253,15 +207,15 @@ def deployment_errors(variables):
 
     ``variables`` maps each ``trainium_*`` variable name to its value.
     """
-    errors = _Errors()
-    _check_re(
-        errors, "trainium_cluster_name", variables.get("trainium_cluster_name"), CLUSTER_NAME_RE,
+    errors = Problems()
+    errors.check_re(
+        "trainium_cluster_name", variables.get("trainium_cluster_name"), CLUSTER_NAME_RE,
         "2-40 letters, digits and '-', starting with a letter and not ending with '-'",
     )
-    _check_re(errors, "trainium_region", variables.get("trainium_region"), REGION_RE, "an AWS region name such as 'us-west-2'")
+    errors.check_re("trainium_region", variables.get("trainium_region"), REGION_RE, "an AWS region name such as 'us-west-2'")
     endpoint = variables.get("trainium_aws_endpoint_url") or ""
     if endpoint:
-        _check_re(errors, "trainium_aws_endpoint_url", endpoint, ENDPOINT_RE, "empty for AWS itself, or an http(s) URL such as 'http://127.0.0.1:5000'")
+        errors.check_re("trainium_aws_endpoint_url", endpoint, ENDPOINT_RE, "empty for AWS itself, or an http(s) URL such as 'http://127.0.0.1:5000'")
     version = variables.get("trainium_kubernetes_version")
     if isinstance(version, float):
         errors.add(
@@ -269,7 +223,7 @@ def deployment_errors(variables):
             "a quoted string such as \"1.34\" (YAML reads 1.30 as the number 1.3); one of " + ", ".join(KUBERNETES_VERSIONS),
         )
     else:
-        _check_choice(errors, "trainium_kubernetes_version", version, KUBERNETES_VERSIONS)
+        errors.check_choice("trainium_kubernetes_version", version, KUBERNETES_VERSIONS)
 
     pools = variables.get("trainium_node_pools")
     pool_names = set()
@@ -337,16 +291,17 @@ def _place_pool(errors, index, pool, capacity, region, preferred):
             return None
         candidates = pinned
     chosen = next((z for z in candidates if z["name"] in preferred), candidates[0])
-    return {
-        "name": pool["name"],
-        "instance_type": itype,
-        "count": pool["count"],
-        "capacity_type": pool.get("capacity_type", "ON_DEMAND"),
-        "capacity_reservation_id": reservation_id,
-        "availability_zone": chosen["name"],
-        "availability_zone_id": chosen["id"],
-        "offered_availability_zones": [z["name"] for z in zones],
-    }
+    placed = dict(pool)
+    placed.update(
+        {
+            "capacity_type": pool.get("capacity_type") or "ON_DEMAND",
+            "capacity_reservation_id": reservation_id,
+            "availability_zone": chosen["name"],
+            "availability_zone_id": chosen["id"],
+            "offered_availability_zones": [z["name"] for z in zones],
+        }
+    )
+    return placed
 
 
 def place_node_pools(pools, capacity, region):
@@ -359,7 +314,7 @@ def place_node_pools(pools, capacity, region):
     [...], "errors": [...]}``; EKS wants two zones, so the cluster zones add
     the next available zone of the region when all pools share one.
     """
-    errors = _Errors()
+    errors = Problems()
     placed = []
     preferred = []
     for index, pool in enumerate(pools):
@@ -381,7 +336,7 @@ def place_node_pools(pools, capacity, region):
 
 def job_fit_errors(job, pools, capacity):
     """Check that ``nnodes x nproc_per_node`` fits the pool the job runs on."""
-    errors = _Errors()
+    errors = Problems()
     pool = next((p for p in pools if p["name"] == job["node_pool"]), None)
     if pool is None:
         return list(errors)
@@ -395,3 +350,70 @@ def job_fit_errors(job, pools, capacity):
             f"at most {cores}, the NeuronCores of one {pool['instance_type']} in pool {pool['name']!r}",
         )
     return list(errors)
+
+
+def resource_names(cluster):
+    """The name of every cluster-wide resource the collection creates (one place to spell them)."""
+    return {
+        "cluster_role": f"{cluster}-cluster",
+        "node_role": f"{cluster}-node",
+        "kms_alias": f"{cluster}-eks-secrets",
+        "node_security_group": f"{cluster}-nodes",
+        "lustre_security_group": f"{cluster}-lustre",
+        "file_system": f"{cluster}-data",
+    }
+
+
+def base_tags(cluster, extra_tags=None):
+    """The tags of every AWS resource: the user's trainium_tags, then the collection's own."""
+    tags = dict(extra_tags or {})
+    tags.update({CLUSTER_TAG: cluster, "ManagedBy": MANAGED_BY})
+    return tags
+
+
+def normalize_pool(pool, cluster, tags):
+    """A node pool with every default applied, its resource name, labels and tags.
+
+    The argument spec defaults (capacity type, root volume, labels, taints)
+    are applied before this by the validation pass; here come the defaults
+    that depend on other fields (min and max size follow ``count``).
+    """
+    resource_name = f"{cluster}-{pool['name']}"
+    normalized = dict(pool)
+    normalized.update(
+        {
+            "resource_name": resource_name,
+            "capacity_type": pool.get("capacity_type") or "ON_DEMAND",
+            "capacity_reservation_id": pool.get("capacity_reservation_id") or None,
+            "availability_zone": pool.get("availability_zone") or None,
+            "min_count": pool["count"] if pool.get("min_count") is None else pool["min_count"],
+            "max_count": pool["count"] if pool.get("max_count") is None else pool["max_count"],
+            "labels": dict(pool.get("labels") or {}, **{POOL_LABEL: pool["name"]}),
+            "taints": list(pool.get("taints") or []),
+            "tags": dict(tags, Name=resource_name),
+        }
+    )
+    return normalized
+
+
+def deployment_model(variables):
+    """The normalized deployment: names, tags and node pools with their defaults, from the variables alone.
+
+    Needs no AWS call, so teardown can use it as well as preflight (which adds
+    the zones). ``variables`` must have passed :func:`deployment_errors`.
+    """
+    cluster = variables["trainium_cluster_name"]
+    tags = base_tags(cluster, variables.get("trainium_tags"))
+    return {
+        "cluster_name": cluster,
+        "region": variables["trainium_region"],
+        "endpoint_url": variables.get("trainium_aws_endpoint_url") or None,
+        "kubernetes_version": variables["trainium_kubernetes_version"],
+        "tags": tags,
+        "names": resource_names(cluster),
+        "node_pools": [normalize_pool(pool, cluster, tags) for pool in variables["trainium_node_pools"]],
+        "storage": dict(variables["trainium_storage"]),
+        "image": dict(variables["trainium_image"]),
+        "dataset": dict(variables["trainium_dataset"]),
+        "job": dict(variables["trainium_job"]),
+    }

@@ -14,63 +14,15 @@ import pytest
 from ansible.errors import AnsibleFilterError
 from ansible_collections.trainium.eks.plugins.filter import network
 
-GOOD = {
-    "network_state": "present",
-    "network_nat_gateways": "single",
-    "network_vpc_cidr": "10.0.0.0/16",
-    "network_private_subnet_prefix": 19,
-    "network_public_subnet_prefix": 24,
-    "network_vpc_id": "",
-    "network_private_subnet_ids": [],
-    "network_public_subnet_ids": [],
-}
 ZONES = ["us-west-2b", "us-west-2a"]
 VPC = "vpc-0123456789abcdef0"
 
 
-def with_settings(**changes):
-    settings = dict(GOOD)
-    settings.update(changes)
-    return settings
-
-
 def test_filter_names():
     assert network.FilterModule().filters() == {
-        "network_input_errors": network.network_input_errors,
         "network_subnet_plan": network.network_subnet_plan,
         "network_byo_subnets": network.network_byo_subnets,
     }
-
-
-def test_defaults_and_bring_your_own_are_accepted():
-    assert network.network_input_errors(GOOD) == []
-    byo = with_settings(network_vpc_id=VPC, network_private_subnet_ids=["subnet-1", "subnet-2"], network_public_subnet_ids=["subnet-3"])
-    assert network.network_input_errors(byo) == []
-
-
-@pytest.mark.parametrize("change, message", [
-    ({"network_state": "gone"}, "network_state: got 'gone' (str); allowed: one of present, absent"),
-    ({"network_nat_gateways": "two"}, "network_nat_gateways: got 'two' (str); allowed: one of single, per_zone"),
-    ({"network_vpc_cidr": "10.0.0.1/16"}, "network_vpc_cidr: got '10.0.0.1/16' (str); allowed: an IPv4 network"),
-    ({"network_vpc_cidr": "10.0.0.0/8"}, "network_vpc_cidr: got '10.0.0.0/8' (str); allowed: an IPv4 network in CIDR notation with a prefix from /16 to /24"),
-    ({"network_vpc_cidr": "fd00::/56"}, "network_vpc_cidr: got 'fd00::/56' (str)"),
-    ({"network_private_subnet_prefix": "19"}, "network_private_subnet_prefix: got '19' (str); allowed: an integer from 16 to 28"),
-    ({"network_public_subnet_prefix": 30}, "network_public_subnet_prefix: got 30 (int); allowed: an integer from 16 to 28"),
-    ({"network_vpc_cidr": "10.0.0.0/20"}, "network_private_subnet_prefix: got 19; allowed: a prefix not shorter than the VPC's /20"),
-    ({"network_vpc_id": "vpc-1"}, "network_private_subnet_ids: got [] with network_vpc_id vpc-1"),
-    ({"network_vpc_id": "sg-1", "network_private_subnet_ids": ["subnet-1"]}, "network_vpc_id: got 'sg-1' (str); allowed: a VPC ID"),
-    ({"network_private_subnet_ids": ["subnet-1"]}, "network_vpc_id: got empty while network_private_subnet_ids"),
-    ({"network_vpc_id": "vpc-1", "network_private_subnet_ids": "subnet-1"}, "network_private_subnet_ids: got 'subnet-1' (str); allowed: a list of subnet IDs"),
-])
-def test_bad_input_names_variable_value_and_allowed(change, message):
-    errors = network.network_input_errors(with_settings(**change))
-    assert len(errors) == 1, errors
-    assert errors[0].startswith(message)
-
-
-def test_input_errors_needs_a_mapping():
-    with pytest.raises(AnsibleFilterError, match="expects a mapping"):
-        network.network_input_errors(["network_state"])
 
 
 def test_default_plan_is_stable_and_sorted_by_zone():

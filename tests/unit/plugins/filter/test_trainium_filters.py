@@ -40,7 +40,7 @@ def test_deployment_errors_passes_through():
     variables = {"trainium_region": "us-west-2"}
     errors = filters.deployment_errors(variables)
     assert errors == trainium_deployment.deployment_errors(variables)
-    assert "trainium_cluster_name: got None (NoneType); allowed: 2-40 letters, digits and '-', starting with a letter and not ending with '-'" in errors
+    assert "trainium_cluster_name: got None (null); allowed: 2-40 letters, digits and '-', starting with a letter and not ending with '-'" in errors
     assert not any(e.startswith("trainium_region:") for e in errors)
 
 
@@ -54,7 +54,7 @@ def test_place_node_pools_takes_capacity_first(capacity):
 def test_place_node_pools_reports_region_in_errors(capacity):
     result = filters.place_node_pools(capacity, [dict(POOLS[0], instance_type="trn2.48xlarge")], "us-west-2")
     assert result["errors"] == [
-        "trainium_node_pools[0].instance_type: got 'trn2.48xlarge'; "
+        "trainium_node_pools[0].instance_type: got 'trn2.48xlarge' (str); "
         "allowed: an instance type that some availability zone of us-west-2 offers; no zone of us-west-2 offers trn2.48xlarge",
     ]
 

@@ -224,8 +224,8 @@ def test_one_bad_value_gives_one_error(changes, variable, allowed):
 
 @pytest.mark.parametrize("value, shown", [
     (True, "got True (bool)"),
-    ("2", "got '2'"),
-    (None, "got None (NoneType)"),
+    ("2", "got '2' (str)"),
+    (None, "got None (null)"),
     (2.0, "got 2.0 (float)"),
 ])
 def test_message_shows_value_and_its_type(value, shown):

@@ -114,7 +114,7 @@ def test_pinned_zone_that_does_not_offer_the_type(capacity, wanted):
     result = place_node_pools([_pool(), _pool("trn1n", "trn1n.32xlarge", availability_zone=wanted)], capacity, REGION)
     error = _single_error(result)
     assert error == (
-        f"trainium_node_pools[1].availability_zone: got {wanted!r}; "
+        f"trainium_node_pools[1].availability_zone: got {wanted!r} (str); "
         "allowed: a zone that offers trn1n.32xlarge: us-west-2d (usw2-az4)"
     )
     assert [p["name"] for p in result["node_pools"]] == ["trn1"]
@@ -122,7 +122,7 @@ def test_pinned_zone_that_does_not_offer_the_type(capacity, wanted):
 
 def test_pinned_zone_error_lists_every_offering_zone(capacity):
     error = _single_error(place_node_pools([_pool(availability_zone="us-west-2c")], capacity, REGION))
-    assert error.startswith("trainium_node_pools[0].availability_zone: got 'us-west-2c'; allowed: ")
+    assert error.startswith("trainium_node_pools[0].availability_zone: got 'us-west-2c' (str); allowed: ")
     assert error.endswith("a zone that offers trn1.32xlarge: us-west-2b (usw2-az1), us-west-2d (usw2-az4)")
 
 
@@ -130,7 +130,7 @@ def test_pinned_zone_error_lists_every_offering_zone(capacity):
 def test_no_zone_offers_the_type(capacity, itype):
     result = place_node_pools([_pool(itype=itype)], capacity, REGION)
     error = _single_error(result)
-    assert error.startswith(f"trainium_node_pools[0].instance_type: got {itype!r}; allowed: ")
+    assert error.startswith(f"trainium_node_pools[0].instance_type: got {itype!r} (str); allowed: ")
     assert f"no zone of {REGION} offers {itype}" in error
     assert result["node_pools"] == []
 
@@ -138,7 +138,7 @@ def test_no_zone_offers_the_type(capacity, itype):
 def test_type_missing_from_the_facts(capacity):
     del capacity["instance_types"]["trn1.32xlarge"]
     error = _single_error(place_node_pools([_pool()], capacity, REGION))
-    assert error.startswith("trainium_node_pools[0].instance_type: got 'trn1.32xlarge'; ")
+    assert error.startswith("trainium_node_pools[0].instance_type: got 'trn1.32xlarge' (str); ")
 
 
 def test_reservation_fixes_the_zone(capacity):
@@ -172,7 +172,7 @@ def test_reservation_and_pinned_zone_agree(capacity):
 def test_reservation_and_pinned_zone_disagree(capacity):
     error = _single_error(place_node_pools([_pool(capacity_reservation_id="cr-0123456789abcdef0", availability_zone="us-west-2b")], capacity, REGION))
     assert error == (
-        "trainium_node_pools[0].availability_zone: got 'us-west-2b'; "
+        "trainium_node_pools[0].availability_zone: got 'us-west-2b' (str); "
         "allowed: a zone that offers trn1.32xlarge and holds the reservation: us-west-2d (usw2-az4)"
     )
 
@@ -201,7 +201,7 @@ def test_reservation_not_found(capacity):
     result = place_node_pools([_pool(capacity_reservation_id="cr-0000000000000dead")], capacity, REGION)
     error = _single_error(result)
     assert error == (
-        "trainium_node_pools[0].capacity_reservation_id: got 'cr-0000000000000dead'; "
+        "trainium_node_pools[0].capacity_reservation_id: got 'cr-0000000000000dead' (str); "
         f"allowed: a capacity reservation that exists in {REGION}; none with this id was found"
     )
     assert result["node_pools"] == []
@@ -209,20 +209,20 @@ def test_reservation_not_found(capacity):
 
 def test_reservation_for_another_type(capacity):
     error = _single_error(place_node_pools([_pool(capacity_reservation_id="cr-0fedcba9876543210")], capacity, REGION))
-    assert error.startswith("trainium_node_pools[0].capacity_reservation_id: got 'cr-0fedcba9876543210'; allowed: ")
+    assert error.startswith("trainium_node_pools[0].capacity_reservation_id: got 'cr-0fedcba9876543210' (str); allowed: ")
     assert error.endswith("a reservation for trn1.32xlarge; this one holds trn1n.32xlarge")
 
 
 @pytest.mark.parametrize("rid, state", [("cr-00000000000000c01", "cancelled"), ("cr-00000000000000e01", "expired")])
 def test_reservation_not_usable(capacity, rid, state):
     error = _single_error(place_node_pools([_pool(capacity_reservation_id=rid)], capacity, REGION))
-    assert error.startswith(f"trainium_node_pools[0].capacity_reservation_id: got {rid!r}; allowed: ")
+    assert error.startswith(f"trainium_node_pools[0].capacity_reservation_id: got {rid!r} (str); allowed: ")
     assert error.endswith(f"a reservation in state active or scheduled; this one is {state}")
 
 
 def test_reservation_in_zone_that_does_not_offer_the_type(capacity):
     error = _single_error(place_node_pools([_pool(capacity_reservation_id="cr-00000000000000a01")], capacity, REGION))
-    assert error.startswith("trainium_node_pools[0].capacity_reservation_id: got 'cr-00000000000000a01'; ")
+    assert error.startswith("trainium_node_pools[0].capacity_reservation_id: got 'cr-00000000000000a01' (str); ")
     assert error.endswith("a reservation in a zone that offers trn1.32xlarge; it is in us-west-2a")
 
 
@@ -256,7 +256,7 @@ def test_region_with_one_zone(capacity):
     result = place_node_pools([_pool("trn1n", "trn1n.32xlarge")], capacity, REGION)
     assert result["cluster_availability_zones"] == ["us-west-2d"]
     error = _single_error(result)
-    assert error == "trainium_region: got 'us-west-2'; allowed: a region with at least two available zones (EKS needs two)"
+    assert error == "trainium_region: got 'us-west-2' (str); allowed: a region with at least two available zones (EKS needs two)"
 
 
 def test_region_with_one_available_zone(capacity):
@@ -264,7 +264,7 @@ def test_region_with_one_available_zone(capacity):
         if zone["zone_name"] != "us-west-2d":
             zone["state"] = "unavailable"
     error = _single_error(place_node_pools([_pool("trn1n", "trn1n.32xlarge")], capacity, REGION))
-    assert error.startswith("trainium_region: got 'us-west-2'; ")
+    assert error.startswith("trainium_region: got 'us-west-2' (str); ")
 
 
 def test_no_zone_error_without_placed_pools(capacity):

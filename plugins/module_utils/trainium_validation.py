@@ -1,0 +1,387 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the trainium.eks project
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""The validation pass: every variable of every role a run reaches, checked in one place.
+
+Two kinds of checks, both reported as ``<variable>: got <value> (<type>);
+allowed: <what>`` lines (:mod:`trainium_problems`):
+
+- the role's argument spec (``meta/argument_specs.yml``, entry point
+  ``main``): type, choices, list elements, suboptions, required;
+- the role's cross-field rules and ranges, which argument specs cannot say:
+  a function per role in :data:`ROLE_RULES`. A new role plugs in by adding
+  its function there; the action plugin ``trainium.eks.validate_variables``
+  runs both for the roles it is given.
+
+The deployment variables (``trainium_*``, :data:`DEPLOYMENT_VARIABLES`) are
+shared by all roles; they are checked once, by
+:func:`trainium_deployment.deployment_errors`, not per role.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+
+from ansible.module_utils.parsing.convert_bool import BOOLEANS, boolean
+
+from ansible_collections.trainium.eks.plugins.module_utils import trainium_fsx as fsx
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_deployment import (
+    DEPLOYMENT_VARIABLES,
+    deployment_errors,
+)
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_problems import Problems, describe, is_int, unique
+
+TYPE_WORDS = {
+    "str": "a string",
+    "path": "a path (string)",
+    "int": "an integer",
+    "float": "a number",
+    "bool": "a boolean (true or false)",
+    "list": "a list",
+    "dict": "a mapping",
+}
+INT_RE = re.compile(r"^[-+]?[0-9]+$")
+FLOAT_RE = re.compile(r"^[-+]?([0-9]+([.][0-9]*)?|[.][0-9]+)$")
+
+
+class _Mismatch(Exception):
+    pass
+
+
+def _convert(kind, value):
+    """The value as the spec type, converting as Ansible's role validation does; raises _Mismatch."""
+    if kind in (None, "raw"):
+        return value
+    if kind in ("str", "path"):
+        if isinstance(value, str):
+            return value
+    elif kind == "int":
+        if is_int(value):
+            return value
+        if isinstance(value, str) and INT_RE.match(value.strip()):
+            return int(value)
+    elif kind == "float":
+        if is_int(value) or isinstance(value, float):
+            return float(value)
+        if isinstance(value, str) and FLOAT_RE.match(value.strip()):
+            return float(value)
+    elif kind == "bool":
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, (str, int)) and (value.lower() if isinstance(value, str) else value) in BOOLEANS:
+            return boolean(value)
+    elif kind == "list":
+        if isinstance(value, list):
+            return value
+        if isinstance(value, str):
+            return [item.strip() for item in value.split(",")] if value else []
+    elif kind == "dict":
+        if isinstance(value, dict):
+            return value
+        if isinstance(value, str) and value.startswith("{"):
+            try:
+                loaded = json.loads(value)
+            except ValueError:
+                loaded = None
+            if isinstance(loaded, dict):
+                return loaded
+    raise _Mismatch()
+
+
+def check_option(problems, name, spec, value):
+    """Check one value against one option spec; returns the converted value (or the value as given)."""
+    if value is None:
+        if spec.get("required"):
+            problems.add(name, value, f"{TYPE_WORDS.get(spec.get('type', 'str'), 'a value')} (required)")
+        return value
+    kind = spec.get("type", "str")
+    try:
+        value = _convert(kind, value)
+    except _Mismatch:
+        problems.add(name, value, TYPE_WORDS.get(kind, kind))
+        return value
+    choices = spec.get("choices")
+    if kind == "list":
+        element_spec = {"type": spec.get("elements", "raw"), "choices": choices, "options": spec.get("options")}
+        return [check_option(problems, f"{name}[{index}]", element_spec, item) for index, item in enumerate(value)]
+    if choices and value not in choices:
+        problems.add(name, value, "one of " + ", ".join(str(c) for c in choices))
+    if kind == "dict" and spec.get("options"):
+        return check_options(problems, name, spec["options"], value)
+    return value
+
+
+def check_options(problems, prefix, options, values):
+    """Check a mapping against a spec's options: unknown keys, required keys, each value."""
+    checked = dict(values)
+    for key in values:
+        if key not in options:
+            problems.add(f"{prefix}.{key}", values[key], f"no such key; {prefix} takes {', '.join(sorted(options))}")
+    for key, spec in options.items():
+        checked[key] = check_option(problems, f"{prefix}.{key}", spec, values.get(key))
+    return checked
+
+
+def apply_defaults(options, value):
+    """Fill in the suboption defaults of an argument spec (the one place they are written)."""
+    if not isinstance(options, dict):
+        return value
+    if isinstance(value, list):
+        return [apply_defaults(options, item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    filled = dict(value)
+    for key, spec in options.items():
+        if key not in filled and "default" in spec:
+            filled[key] = spec["default"]
+        if key in filled and spec.get("options"):
+            filled[key] = apply_defaults(spec["options"], filled[key])
+    return filled
+
+
+# ---------------------------------------------------------------------------
+# Cross-field rules and ranges, one function per role. Each takes the role's
+# values (converted by its argument spec) and returns problem lines.
+
+NETWORK_NAT_MODES = ("single", "per_zone")
+STATES = ("present", "absent")
+EKS_LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
+ECR_NAME_RE = re.compile(r"^[a-z0-9]+(?:[._-][a-z0-9]+)*(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*$")
+KMS_ARN_RE = re.compile(r"^arn:aws[a-z-]*:kms:")
+AMI_RELEASE_RE = re.compile(r"^(recommended|amazon-eks-node-al2023-x86_64-neuron-[0-9]+[.][0-9]+-v[0-9]{8})$")
+AMI_ID_RE = re.compile(r"^ami-[0-9a-f]{8,17}$")
+SUBNET_ID_RE = re.compile(r"^subnet-[0-9a-f]{8,17}$")
+SECURITY_GROUP_ID_RE = re.compile(r"^sg-[0-9a-f]{8,17}$")
+MAINTENANCE_RE = re.compile(r"^[1-7]:([01][0-9]|2[0-3]):[0-5][0-9]$")
+# Polling knobs of every role: <role>_<what>_retries / _delay.
+RETRIES_RANGE = (1, 1000)
+DELAY_RANGE = (1, 600)
+
+
+def ipv4_network(value):
+    if not isinstance(value, str):
+        return None
+    try:
+        return ipaddress.IPv4Network(value, strict=True)
+    except ValueError:
+        return None
+
+
+def network_problems(values):
+    """The network role: NAT mode, VPC CIDR and subnet prefixes, or the VPC and subnets brought."""
+    problems = Problems()
+    cidr = values.get("network_vpc_cidr")
+    vpc = ipv4_network(cidr)
+    if vpc is None or not 16 <= vpc.prefixlen <= 24:
+        problems.add(
+            "network_vpc_cidr", cidr,
+            "an IPv4 network in CIDR notation with a prefix from /16 to /24, without host bits (for example 10.0.0.0/16)",
+        )
+    for name in ("network_private_subnet_prefix", "network_public_subnet_prefix"):
+        value = values.get(name)
+        if problems.check_int(name, value, 16, 28) and vpc is not None and value < vpc.prefixlen:
+            problems.add(name, value, f"a prefix not shorter than the VPC's /{vpc.prefixlen} (network_vpc_cidr {cidr})")
+    vpc_id = values.get("network_vpc_id")
+    private = values.get("network_private_subnet_ids") or []
+    public = values.get("network_public_subnet_ids") or []
+    for name, ids in (("network_private_subnet_ids", private), ("network_public_subnet_ids", public)):
+        for index, subnet in enumerate(ids):
+            if not isinstance(subnet, str) or not subnet.startswith("subnet-"):
+                problems.add(f"{name}[{index}]", subnet, "a subnet ID (subnet-...)")
+    if vpc_id:
+        if not isinstance(vpc_id, str) or not vpc_id.startswith("vpc-"):
+            problems.add("network_vpc_id", vpc_id, "a VPC ID (vpc-...) or empty to create the VPC")
+        elif not private:
+            problems.add(
+                "network_private_subnet_ids", private,
+                f"the private subnets of network_vpc_id {vpc_id}, at least one in every cluster zone",
+            )
+    elif private or public:
+        problems.add(
+            "network_vpc_id", vpc_id,
+            "a VPC ID when network_private_subnet_ids / network_public_subnet_ids are set (bring your own network), "
+            "or leave all three empty (create it)",
+        )
+    return problems
+
+
+def eks_cluster_problems(values):
+    """The eks_cluster role: log types, KMS window, who may reach the public endpoint."""
+    problems = Problems()
+    logging = values.get("eks_cluster_logging") or []
+    bad_logs = [log for log in logging if log not in EKS_LOG_TYPES]
+    if bad_logs:
+        problems.add("eks_cluster_logging", logging, "any of " + ", ".join(EKS_LOG_TYPES))
+    problems.check_int("eks_cluster_kms_deletion_window_days", values.get("eks_cluster_kms_deletion_window_days"), 7, 30)
+    cidrs = values.get("eks_cluster_public_access_cidrs") or []
+    for index, cidr in enumerate(cidrs):
+        if ipv4_network(cidr) is None:
+            problems.add(f"eks_cluster_public_access_cidrs[{index}]", cidr, "an IPv4 CIDR block without host bits, such as 198.51.100.0/24")
+    if values.get("eks_cluster_state", "present") == "present" and values.get("eks_cluster_endpoint_public_access"):
+        if not cidrs:
+            problems.add(
+                "eks_cluster_public_access_cidrs", cidrs,
+                "the CIDR blocks that may reach the public Kubernetes API (your office, VPN or CI runners), "
+                "or eks_cluster_endpoint_public_access: false",
+            )
+        elif "0.0.0.0/0" in cidrs and not values.get("eks_cluster_public_access_from_anywhere"):
+            problems.add(
+                "eks_cluster_public_access_cidrs", cidrs,
+                "CIDR blocks narrower than 0.0.0.0/0, which opens the Kubernetes API to the whole internet "
+                "(set eks_cluster_public_access_from_anywhere: true to allow it on purpose)",
+            )
+    service_cidr = values.get("eks_cluster_service_ipv4_cidr")
+    if service_cidr and ipv4_network(service_cidr) is None:
+        problems.add("eks_cluster_service_ipv4_cidr", service_cidr, "empty (EKS chooses) or an IPv4 CIDR block such as 172.20.0.0/16")
+    return problems
+
+
+def ecr_problems(values):
+    """The ecr role: repository name, encryption, lifecycle policy figures."""
+    problems = Problems()
+    name = values.get("ecr_repository_name")
+    if not isinstance(name, str) or not ECR_NAME_RE.match(name) or not 2 <= len(name) <= 256:
+        problems.add("ecr_repository_name", name, "2-256 lowercase letters, digits and . _ - / (an ECR repository name)")
+    encryption = values.get("ecr_encryption_type")
+    key = values.get("ecr_kms_key") or ""
+    if encryption == "AES256" and key:
+        problems.add("ecr_kms_key", key, "empty with ecr_encryption_type AES256, or set ecr_encryption_type to KMS")
+    if encryption == "KMS" and not KMS_ARN_RE.match(key):
+        problems.add("ecr_kms_key", key, "the ARN of a KMS key (arn:aws:kms:...) with ecr_encryption_type KMS")
+    problems.check_int("ecr_untagged_expire_days", values.get("ecr_untagged_expire_days"), 1, 3650)
+    problems.check_int("ecr_keep_images", values.get("ecr_keep_images"), 1, 10000)
+    return problems
+
+
+def trn_launch_template_problems(values):
+    """The trn_launch_template role: AMI, IMDS hop limit, gp3 figures, placement groups with reservations."""
+    problems = Problems()
+    problems.check_int("trn_launch_template_metadata_hop_limit", values.get("trn_launch_template_metadata_hop_limit"), 1, 64)
+    ami_id = values.get("trn_launch_template_ami_id") or ""
+    if ami_id:
+        problems.check_re("trn_launch_template_ami_id", ami_id, AMI_ID_RE, "an AMI ID (ami-...) or empty for the SSM lookup")
+    elif values.get("trn_launch_template_custom_ami"):
+        problems.check_re(
+            "trn_launch_template_ami_release", values.get("trn_launch_template_ami_release"), AMI_RELEASE_RE,
+            "'recommended' or a published AL2023 Neuron release name such as amazon-eks-node-al2023-x86_64-neuron-1.34-v20251120",
+        )
+    for name, low, high in (("trn_launch_template_root_volume_iops", 3000, 80000), ("trn_launch_template_root_volume_throughput", 125, 2000)):
+        if values.get(name) is not None:
+            problems.check_int(name, values[name], low, high)
+    if values.get("trn_launch_template_placement_groups"):
+        for index, pool in enumerate(values.get("trainium_node_pools") or []):
+            reservation = pool.get("capacity_reservation_id") if isinstance(pool, dict) else None
+            if reservation:
+                problems.add(
+                    "trn_launch_template_placement_groups", True,
+                    f"false while trainium_node_pools[{index}] targets capacity reservation {reservation}: EC2 launches "
+                    "instances into a targeted On-Demand Capacity Reservation inside a cluster placement group only "
+                    "when the reservation was created in that placement group, and a Capacity Block places its "
+                    "instances together by itself; a placement group the collection creates holds neither",
+                )
+    return problems
+
+
+def fsx_lustre_problems(values):
+    """The fsx_lustre role: FSx for Lustre capacity, throughput and version rules per deployment type."""
+    problems = Problems()
+    if values.get("fsx_lustre_state", "present") != "present":
+        return problems
+    dtype = values.get("fsx_lustre_deployment_type")
+    if dtype not in fsx.DEPLOYMENT_TYPES:
+        return problems  # the argument spec's choices said so already
+    capacity = values.get("fsx_lustre_storage_capacity_gib")
+    if not is_int(capacity) or capacity < fsx.SMALLEST_CAPACITY or (capacity != fsx.SMALLEST_CAPACITY and capacity % fsx.CAPACITY_STEP):
+        problems.add("fsx_lustre_storage_capacity_gib", capacity, fsx.CAPACITY_RULE)
+    throughput = values.get("fsx_lustre_per_unit_storage_throughput")
+    allowed = fsx.THROUGHPUTS[dtype]
+    if allowed and throughput not in allowed:
+        problems.add("fsx_lustre_per_unit_storage_throughput", throughput, f"one of {', '.join(map(str, allowed))} (MB/s per TiB) for {dtype}")
+    if not allowed and throughput is not None:
+        problems.add("fsx_lustre_per_unit_storage_throughput", throughput, f"unset (null) for {dtype}")
+    version = values.get("fsx_lustre_file_system_type_version")
+    if version not in fsx.LUSTRE_VERSIONS[dtype]:
+        problems.add("fsx_lustre_file_system_type_version", version, f"one of {', '.join(fsx.LUSTRE_VERSIONS[dtype])} for {dtype}")
+    if values.get("fsx_lustre_kms_key_id") and dtype not in fsx.PERSISTENT_TYPES:
+        problems.add("fsx_lustre_kms_key_id", values["fsx_lustre_kms_key_id"], f"empty for {dtype} (scratch file systems use an FSx-managed key)")
+    window = values.get("fsx_lustre_weekly_maintenance_start_time")
+    if window and not MAINTENANCE_RE.match(str(window)):
+        problems.add("fsx_lustre_weekly_maintenance_start_time", window, "d:HH:MM in UTC, d from 1 (Monday) to 7 (Sunday), for example 7:03:00")
+    subnet = values.get("fsx_lustre_subnet_id")
+    if subnet:
+        problems.check_re("fsx_lustre_subnet_id", subnet, SUBNET_ID_RE, "a subnet ID (subnet-...)")
+    for index, group in enumerate(values.get("fsx_lustre_security_group_ids") or []):
+        problems.check_re(f"fsx_lustre_security_group_ids[{index}]", group, SECURITY_GROUP_ID_RE, "a security group ID (sg-...)")
+    return problems
+
+
+def _no_rules(values):
+    return []
+
+
+# The roles whose variables the validation pass checks, with their rules.
+# A role of a later stage adds itself here.
+ROLE_RULES = {
+    "preflight": _no_rules,
+    "network": network_problems,
+    "eks_cluster": eks_cluster_problems,
+    "trn_launch_template": trn_launch_template_problems,
+    "trn_nodegroup": _no_rules,
+    "ecr": ecr_problems,
+    "fsx_lustre": fsx_lustre_problems,
+}
+
+
+def polling_problems(values):
+    """Every ``*_retries`` and ``*_delay`` variable, whatever its role."""
+    problems = Problems()
+    for name, value in values.items():
+        if name.endswith("_retries"):
+            problems.check_int(name, value, *RETRIES_RANGE)
+        elif name.endswith("_delay"):
+            problems.check_int(name, value, *DELAY_RANGE)
+    return problems
+
+
+def role_problems(role, specs, values):
+    """Problems of one role's variables: argument spec, polling knobs, then its rules.
+
+    ``specs`` is the ``options`` of the role's ``main`` entry point; ``values``
+    holds the value of every option that could be resolved (inventory, extra
+    vars or role default); options left out are not checked (a default that
+    reads a later stage's facts is not known yet).
+    """
+    problems = Problems()
+    checked = {}
+    refused = set()
+    for name, spec in specs.items():
+        if name in DEPLOYMENT_VARIABLES or name not in values:
+            continue
+        before = len(problems)
+        checked[name] = check_option(problems, name, spec, values[name])
+        if len(problems) > before:
+            refused.add(name)
+    # The rules see the converted values and the deployment variables; a
+    # variable its spec refused already gets no second line from them.
+    context = {name: values[name] for name in DEPLOYMENT_VARIABLES if name in values}
+    context.update(checked)
+    more = list(polling_problems(checked)) + list(ROLE_RULES.get(role, _no_rules)(context))
+    problems.extend(line for line in more if line.split(":", 1)[0].split("[", 1)[0] not in refused)
+    return list(problems)
+
+
+def validation_problems(deployment, roles):
+    """Every problem of a run: the deployment variables once, then each role's.
+
+    ``roles`` is a list of ``(role, spec_options, values)``.
+    """
+    lines = list(deployment_errors(deployment))
+    for role, specs, values in roles:
+        if role not in ROLE_RULES:
+            lines.append(f"validate_variables roles: got {describe(role)}; allowed: one of {', '.join(ROLE_RULES)}")
+            continue
+        lines.extend(role_problems(role, specs, values))
+    return unique(lines)

@@ -1,0 +1,68 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the trainium.eks project
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: validate_variables
+short_description: Check the deployment variables and every variable of the given roles, all problems at once
+version_added: 0.3.0
+description:
+  - The validation pass of trainium.eks. It runs on the controller, calls no API and creates nothing.
+  - Checks the deployment variables (C(trainium_*)) once, then, for each role in O(roles), every option of
+    the role's argument spec (entry point C(main)) with the value the run would use (inventory and extra
+    vars first, else the role default) - type, choices, list elements, suboptions; then the role's
+    cross-field rules and ranges, which an argument spec cannot express (for example the IMDS hop limit
+    1-64, FSx capacity steps, public API endpoint CIDRs, placement groups with capacity reservations).
+  - A default that reads a later stage's facts (for example C(network_facts.vpc_id)) is not known yet and
+    is left to the role.
+  - "Fails with one line per problem, C(<variable>: got <value> (<type>); allowed: <what>), and nothing else."
+  - On success sets the fact C(trainium_deployment), the normalized deployment - cluster name, region,
+    tags, resource names and every node pool with its defaults applied (C(resource_name), C(min_count),
+    C(max_count), C(root_volume_size_gib), C(labels), C(taints), C(tags)).
+author:
+  - trainium.eks developers
+options:
+  roles:
+    description:
+      - The trainium.eks roles whose variables to check, for example the roles of every stage the run
+        reaches. The deployment variables are always checked.
+    type: list
+    elements: str
+    default: []
+attributes:
+  check_mode:
+    support: full
+    description: Reads only; the same in check mode.
+  diff_mode:
+    support: none
+    description: Nothing to show.
+  platform:
+    support: full
+    platforms: all
+    description: Runs on the controller.
+notes:
+  - An action plugin; it reads the roles' C(meta/argument_specs.yml) and C(defaults/main.yml) from the
+    installed collection.
+"""
+
+EXAMPLES = r"""
+- name: Check every variable of the infrastructure stage before anything is created
+  trainium.eks.validate_variables:
+    roles: [preflight, network, eks_cluster, trn_launch_template, trn_nodegroup, ecr, fsx_lustre]
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: The normalized deployment.
+  returned: success
+  type: dict
+  contains:
+    trainium_deployment:
+      description: Cluster name, region, endpoint, Kubernetes version, tags, resource names, node pools with defaults, storage, image, dataset, job.
+      type: dict
+      returned: success
+"""
