@@ -12,7 +12,11 @@ from ansible.errors import AnsibleError, AnsibleUndefinedVariable
 from ansible.plugins.action import ActionBase
 from ansible.template import trust_as_template
 
-from ansible_collections.trainium.eks.plugins.module_utils.trainium_deployment import DEPLOYMENT_VARIABLES, deployment_model
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_deployment import (
+    DEPLOYMENT_VARIABLES,
+    deployment_errors,
+    deployment_model,
+)
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_problems import plain
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_validation import apply_defaults, validation_problems
 
@@ -90,6 +94,11 @@ class ActionModule(ActionBase):
             if name in deployment:
                 deployment[name] = apply_defaults(spec.get("options"), deployment[name])
 
+        # Role defaults may read the normalized deployment (names, storage, ...).
+        model = deployment_model(deployment) if not deployment_errors(deployment) else None
+        if model is not None:
+            task_vars = dict(task_vars, trainium_deployment=model)
+
         checked = []
         for role in roles:
             if not os.path.isdir(self._role_file(role)):
@@ -103,7 +112,6 @@ class ActionModule(ActionBase):
             result["failed"] = True
             result["msg"] = f"{len(problems)} problem(s) in the variables; nothing was created:\n" + "\n".join(problems)
             return result
-        model = deployment_model(deployment)
         result["changed"] = False
         result["msg"] = f"the deployment variables and the variables of {', '.join(roles) or 'no role'} are valid"
         validated = [str(role) for role in task_vars.get("trainium_validated_roles") or []]

@@ -100,9 +100,9 @@ def test_create_idempotent_then_absent_with_images(aws, run_playbook, ecr_playbo
 
 
 @pytest.mark.parametrize("variables, message", [
-    ({"ecr_untagged_expire_days": 0}, "ecr_untagged_expire_days: got 0; allowed: an integer from 1 to 3650"),
-    ({"ecr_encryption_type": "KMS"}, 'ecr_kms_key: got "" with ecr_encryption_type KMS; allowed: the ARN of a KMS key'),
-    ({"ecr_repository_name": "Bert"}, 'ecr_repository_name: got "Bert"; allowed: 2-256 lowercase letters'),
+    ({"ecr_untagged_expire_days": 0}, "ecr_untagged_expire_days: got 0 (int); allowed: an integer from 1 to 3650"),
+    ({"ecr_encryption_type": "KMS"}, "ecr_kms_key: got '' (str); allowed: the ARN of a KMS key (arn:aws:kms:...) with ecr_encryption_type KMS"),
+    ({"ecr_repository_name": "Bert"}, "ecr_repository_name: got 'Bert' (str); allowed: 2-256 lowercase letters"),
 ])
 def test_bad_input_fails_before_any_call(aws, run_playbook, ecr_playbook, variables, message):
     result = run_playbook(ecr_playbook, extra_vars=variables)

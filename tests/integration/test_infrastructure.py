@@ -224,11 +224,11 @@ def test_teardown_refuses_bad_variables_before_any_call(aws, run_playbook):
 
 @pytest.mark.parametrize("extra, message", [
     pytest.param({"eks_cluster_public_access_cidrs": ["0.0.0.0/0"]},
-                 "eks_cluster_public_access_cidrs: got ['0.0.0.0/0']; allowed: CIDR blocks narrower than 0.0.0.0/0", id="api-open-to-the-world"),
+                 "eks_cluster_public_access_cidrs: got ['0.0.0.0/0'] (list); allowed: CIDR blocks narrower than 0.0.0.0/0", id="api-open-to-the-world"),
     pytest.param({"eks_cluster_public_access_cidrs": []},
-                 "eks_cluster_public_access_cidrs: got []; allowed: the CIDR blocks that may reach the public Kubernetes API", id="api-cidrs-empty"),
+                 "eks_cluster_public_access_cidrs: got [] (list); allowed: the CIDR blocks that may reach the public Kubernetes API", id="api-cidrs-empty"),
     pytest.param({"network_nat_gateways": "none"}, "network_nat_gateways", id="network-nat-mode"),
-    pytest.param({"ecr_keep_images": 0}, "ecr_keep_images: got 0; allowed: an integer from 1 to 10000", id="ecr-keep-images"),
+    pytest.param({"ecr_keep_images": 0}, "ecr_keep_images: got 0 (int); allowed: an integer from 1 to 10000", id="ecr-keep-images"),
 ])
 def test_bad_role_variables_stop_the_run_before_anything_is_created(aws, run_playbook, kubeconfig, extra, message):
     baseline = aws.resources()
@@ -242,4 +242,49 @@ def test_opening_the_api_to_the_world_needs_an_explicit_yes(aws, run_playbook, k
     extra = {"eks_cluster_public_access_cidrs": ["0.0.0.0/0"], "eks_cluster_public_access_from_anywhere": True}
     result = run_playbook(INFRASTRUCTURE, args=run_args(kubeconfig) + ["-e", json.dumps(extra), "--check"])
     assert result.rc == 0, result
-    assert "problem(s) in the eks_cluster variables" not in result.text
+    assert "problem(s) in the variables" not in result.text
+
+
+# Bad values of at least two variables of every role of the stage, all given at
+# once: the validation pass names each one on a line of its own, and nothing
+# else, before any AWS call.
+BAD_ROLE_VARIABLES = {
+    "trn_launch_template_metadata_hop_limit": (99, "trn_launch_template_metadata_hop_limit: got 99 (int); allowed: an integer from 1 to 64"),
+    "trn_launch_template_ami_release": ("v1", "trn_launch_template_ami_release: got 'v1' (str); allowed: 'recommended' or a published"),
+    "trn_nodegroup_ami_type": ("AL2_x86_64", "trn_nodegroup_ami_type: got 'AL2_x86_64' (str); allowed: one of AL2023_x86_64_NEURON"),
+    "trn_nodegroup_wait_delay": (0, "trn_nodegroup_wait_delay: got 0 (int); allowed: an integer from 1 to 600"),
+    "fsx_lustre_storage_capacity_gib": (1300, "fsx_lustre_storage_capacity_gib: got 1300 (int); allowed: 1200, 2400 or a multiple of 2400"),
+    "fsx_lustre_data_compression_type": ("GZIP", "fsx_lustre_data_compression_type: got 'GZIP' (str); allowed: one of NONE, LZ4"),
+    "fsx_lustre_per_unit_storage_throughput": (125, "fsx_lustre_per_unit_storage_throughput: got 125 (int); allowed: one of 50, 100, 200"),
+    "eks_cluster_logging": (["api", "everything"], "eks_cluster_logging: got ['api', 'everything'] (list); allowed: any of api, audit"),
+    "eks_cluster_kms_deletion_window_days": (3, "eks_cluster_kms_deletion_window_days: got 3 (int); allowed: an integer from 7 to 30"),
+    "eks_cluster_upgrade_policy": ("FOREVER", "eks_cluster_upgrade_policy: got 'FOREVER' (str); allowed: one of STANDARD, EXTENDED"),
+    "network_vpc_cidr": ("10.0.0.0/8", "network_vpc_cidr: got '10.0.0.0/8' (str); allowed: an IPv4 network in CIDR notation"),
+    "network_nat_gateways": ("none", "network_nat_gateways: got 'none' (str); allowed: one of single, per_zone"),
+    "ecr_keep_images": (0, "ecr_keep_images: got 0 (int); allowed: an integer from 1 to 10000"),
+    "ecr_encryption_type": ("DES", "ecr_encryption_type: got 'DES' (str); allowed: one of AES256, KMS"),
+    "preflight_lookup_capacity_reservations": ("perhaps", "preflight_lookup_capacity_reservations: got 'perhaps' (str); allowed: a boolean"),
+}
+
+
+def test_site_refuses_every_bad_role_variable_at_once_before_anything_exists(aws, run_playbook):
+    baseline = aws.resources()
+    extra = {name: value for name, (value, _line) in BAD_ROLE_VARIABLES.items()}
+    result = run_playbook("site.yml", args=["-e", json.dumps(extra)])
+    assert result.rc != 0, result
+    assert f"{len(BAD_ROLE_VARIABLES)} problem(s) in the variables; nothing was created" in result.output, result
+    lines = [line.strip() for line in result.output.splitlines()]
+    for name, (_value, line) in BAD_ROLE_VARIABLES.items():
+        assert any(found.startswith(line) for found in lines), (name, result)
+    # One line per problem and no argument spec dump, nothing after the validation play.
+    assert "argument_spec" not in result.output and "Validating arguments against arg spec" not in result.output
+    assert "PLAY [Preflight" not in result.output
+    assert result.recap["failed"] == 1 and result.recap["ok"] == 1, result
+    assert aws.resources() == baseline
+
+
+def test_site_runs_preflight_once(aws, run_playbook):
+    result = run_playbook("site.yml", args=["--check", "--tags", "infrastructure"])
+    assert result.rc == 0, result
+    assert result.output.count("PLAY [Preflight") == 1
+    assert result.output.count("Look up the zones and figures of the Trainium instance types") == 1
