@@ -114,10 +114,5 @@ class ActionModule(ActionBase):
             return result
         result["changed"] = False
         result["msg"] = f"the deployment variables and the variables of {', '.join(roles) or 'no role'} are valid"
-        validated = [str(role) for role in task_vars.get("trainium_validated_roles") or []]
-        result["ansible_facts"] = {
-            "trainium_deployment": model,
-            # Roles check their own variables only when the pass has not (a role run alone).
-            "trainium_validated_roles": validated + [role for role in roles if role not in validated],
-        }
+        result["ansible_facts"] = {"trainium_deployment": model}
         return result

@@ -24,7 +24,7 @@ description:
     tags, resource names and every node pool with its defaults applied (C(resource_name), C(min_count),
     C(max_count), C(root_volume_size_gib), C(labels), C(taints), C(tags)).
 author:
-  - trainium.eks developers
+  - trainium.eks developers (@trainium-eks)
 options:
   roles:
     description:

@@ -58,15 +58,27 @@ def test_site_yml_runs_preflight_by_tag(aws, run_playbook):
     assert "trainium.eks.preflight : Show where each node pool goes" in result.output
 
 
+NO_PLACEMENT_GROUPS = {"trn_launch_template_placement_groups": False}
+
+
 def test_reservation_fixes_the_zone(aws, run_playbook, local_vars):
     reservation = aws.client("ec2").create_capacity_reservation(
         InstanceType="trn1.32xlarge", InstancePlatform="Linux/UNIX", AvailabilityZone="us-west-2d",
         InstanceCount=2, InstanceMatchCriteria="targeted",
     )["CapacityReservation"]["CapacityReservationId"]
     variables = with_change(local_vars, "trainium_node_pools.0.capacity_reservation_id", reservation)
-    result = run_playbook(PREFLIGHT, extra_vars={"trainium_node_pools": variables["trainium_node_pools"]})
+    # A pool with a reservation goes without the collection's placement group (docs/validation.md).
+    result = run_playbook(PREFLIGHT, extra_vars={"trainium_node_pools": variables["trainium_node_pools"], **NO_PLACEMENT_GROUPS})
     assert result.rc == 0, result
     assert "trn1: 2 x trn1.32xlarge in us-west-2d" in result.text
+
+
+def test_reservation_with_the_collections_placement_group_is_refused_before_any_call(aws, run_playbook, local_vars):
+    variables = with_change(local_vars, "trainium_node_pools.0.capacity_reservation_id", "cr-0123456789abcdef0")
+    result = run_playbook(PREFLIGHT, extra_vars={"trainium_node_pools": variables["trainium_node_pools"]})
+    assert result.rc != 0, result
+    assert "trn_launch_template_placement_groups: got True (bool); allowed: false while trainium_node_pools[0] targets" in result.text
+    assert "PLAY [Preflight" not in result.output
 
 
 def test_pinned_zone_by_id(aws, run_playbook, local_vars):
@@ -179,7 +191,7 @@ def test_capacity_problem_stops_before_anything_is_created(aws, run_playbook, lo
     variables = copy.deepcopy(local_vars)
     mutate(aws, variables)
     before = aws.resources()
-    result = run_playbook(PREFLIGHT, extra_vars={k: variables[k] for k in ("trainium_node_pools", "trainium_job")})
+    result = run_playbook(PREFLIGHT, extra_vars={**{k: variables[k] for k in ("trainium_node_pools", "trainium_job")}, **NO_PLACEMENT_GROUPS})
     assert result.rc != 0, result
     assert result.recap["failed"] == 1
     for fragment in fragments:

@@ -61,7 +61,8 @@ def test_every_role_with_an_argument_spec_has_rules_registered():
     ("network", {"network_state": "gone"}, "network_state: got 'gone' (str); allowed: one of present, absent"),
     ("network", {"network_nat_gateways": "two"}, "network_nat_gateways: got 'two' (str); allowed: one of single, per_zone"),
     ("network", {"network_vpc_cidr": "10.0.0.1/16"}, "network_vpc_cidr: got '10.0.0.1/16' (str); allowed: an IPv4 network"),
-    ("network", {"network_vpc_cidr": "10.0.0.0/8"}, "network_vpc_cidr: got '10.0.0.0/8' (str); allowed: an IPv4 network in CIDR notation with a prefix from /16 to /24"),
+    ("network", {"network_vpc_cidr": "10.0.0.0/8"},
+     "network_vpc_cidr: got '10.0.0.0/8' (str); allowed: an IPv4 network in CIDR notation with a prefix from /16 to /24"),
     ("network", {"network_vpc_cidr": "fd00::/56"}, "network_vpc_cidr: got 'fd00::/56' (str)"),
     ("network", {"network_private_subnet_prefix": "nineteen"}, "network_private_subnet_prefix: got 'nineteen' (str); allowed: an integer"),
     ("network", {"network_public_subnet_prefix": 30}, "network_public_subnet_prefix: got 30 (int); allowed: an integer from 16 to 28"),
@@ -73,17 +74,21 @@ def test_every_role_with_an_argument_spec_has_rules_registered():
     ("eks_cluster", {"eks_cluster_logging": ["api", "bogus"]}, "eks_cluster_logging: got ['api', 'bogus'] (list); allowed: any of api, audit"),
     ("eks_cluster", {"eks_cluster_kms_deletion_window_days": 3}, "eks_cluster_kms_deletion_window_days: got 3 (int); allowed: an integer from 7 to 30"),
     ("eks_cluster", {"eks_cluster_public_access_cidrs": []}, "eks_cluster_public_access_cidrs: got [] (list); allowed: the CIDR blocks that may reach"),
-    ("eks_cluster", {"eks_cluster_public_access_cidrs": ["0.0.0.0/0"]}, "eks_cluster_public_access_cidrs: got ['0.0.0.0/0'] (list); allowed: CIDR blocks narrower"),
+    ("eks_cluster", {"eks_cluster_public_access_cidrs": ["0.0.0.0/0"]},
+     "eks_cluster_public_access_cidrs: got ['0.0.0.0/0'] (list); allowed: CIDR blocks narrower"),
     ("eks_cluster", {"eks_cluster_upgrade_policy": "FOREVER"}, "eks_cluster_upgrade_policy: got 'FOREVER' (str); allowed: one of STANDARD, EXTENDED"),
     ("eks_cluster", {"eks_cluster_wait_delay": 0}, "eks_cluster_wait_delay: got 0 (int); allowed: an integer from 1 to 600"),
     ("ecr", {"ecr_repository_name": "Bert"}, "ecr_repository_name: got 'Bert' (str); allowed: 2-256 lowercase letters"),
     ("ecr", {"ecr_encryption_type": "KMS"}, "ecr_kms_key: got '' (str); allowed: the ARN of a KMS key"),
     ("ecr", {"ecr_untagged_expire_days": 0}, "ecr_untagged_expire_days: got 0 (int); allowed: an integer from 1 to 3650"),
-    ("trn_launch_template", {"trn_launch_template_metadata_hop_limit": "99"}, "trn_launch_template_metadata_hop_limit: got 99 (int); allowed: an integer from 1 to 64"),
+    ("trn_launch_template", {"trn_launch_template_metadata_hop_limit": "99"},
+     "trn_launch_template_metadata_hop_limit: got 99 (int); allowed: an integer from 1 to 64"),
     ("trn_launch_template", {"trn_launch_template_metadata_hop_limit": "two"}, "trn_launch_template_metadata_hop_limit: got 'two' (str); allowed: an integer"),
-    ("trn_launch_template", {"trn_launch_template_ami_release": "latest"}, "trn_launch_template_ami_release: got 'latest' (str); allowed: 'recommended' or a published"),
+    ("trn_launch_template", {"trn_launch_template_ami_release": "latest"},
+     "trn_launch_template_ami_release: got 'latest' (str); allowed: 'recommended' or a published"),
     ("trn_launch_template", {"trn_launch_template_ami_id": "ami-xyz"}, "trn_launch_template_ami_id: got 'ami-xyz' (str); allowed: an AMI ID"),
-    ("trn_launch_template", {"trn_launch_template_root_volume_iops": 100}, "trn_launch_template_root_volume_iops: got 100 (int); allowed: an integer from 3000 to 80000"),
+    ("trn_launch_template", {"trn_launch_template_root_volume_iops": 100},
+     "trn_launch_template_root_volume_iops: got 100 (int); allowed: an integer from 3000 to 80000"),
     ("trn_launch_template", {"trn_launch_template_placement_groups": "maybe"}, "trn_launch_template_placement_groups: got 'maybe' (str); allowed: a boolean"),
     ("trn_nodegroup", {"trn_nodegroup_ami_type": "AL2_x86_64"}, "trn_nodegroup_ami_type: got 'AL2_x86_64' (str)"),
     ("trn_nodegroup", {"trn_nodegroup_wait_retries": 0}, "trn_nodegroup_wait_retries: got 0 (int); allowed: an integer from 1 to 1000"),
@@ -145,7 +150,9 @@ def test_model_names_every_resource_once_and_applies_pool_defaults():
     assert pool["resource_name"] == "trn-rehearsal-trn1"
     assert (pool["min_count"], pool["max_count"], pool["root_volume_size_gib"]) == (2, 2, 500)
     assert pool["labels"] == {"trainium.eks/pool": "trn1"}
-    assert pool["tags"] == {"project": "trainium-eks-rehearsal", "trainium.eks/cluster": "trn-rehearsal", "ManagedBy": "trainium.eks", "Name": "trn-rehearsal-trn1"}
+    assert pool["tags"] == {
+        "project": "trainium-eks-rehearsal", "trainium.eks/cluster": "trn-rehearsal", "ManagedBy": "trainium.eks", "Name": "trn-rehearsal-trn1",
+    }
     assert model["names"]["node_role"] == "trn-rehearsal-node"
     assert model["names"]["file_system"] == "trn-rehearsal-data"
     assert model["endpoint_url"] == "http://127.0.0.1:5000"
