@@ -34,7 +34,9 @@ def eks_cluster(aws):
     subnets = [s["SubnetId"] for s in aws.client("ec2").describe_subnets()["Subnets"][:2]]
     eks = aws.client("eks")
     eks.create_cluster(name="trn-rehearsal", roleArn="arn:aws:iam::123456789012:role/eks", resourcesVpcConfig={"subnetIds": subnets})
-    return eks.describe_cluster(name="trn-rehearsal")["cluster"]
+    yield eks.describe_cluster(name="trn-rehearsal")["cluster"]
+    # The shared moto is the one Molecule uses next: leave no cluster of this name behind.
+    eks.delete_cluster(name="trn-rehearsal")
 
 
 def test_token_for_the_cluster_is_an_administrator(rehearsal, kube, eks_cluster):
