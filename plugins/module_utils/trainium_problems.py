@@ -54,9 +54,6 @@ class Problems(list):
     def add(self, name, value, allowed):
         self.append(f"{name}: got {describe(value)}; allowed: {allowed}")
 
-    def add_line(self, line):
-        self.append(line)
-
     def check_int(self, name, value, low, high):
         if not is_int(value) or not low <= value <= high:
             self.add(name, value, f"an integer from {low} to {high}")

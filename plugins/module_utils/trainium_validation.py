@@ -146,8 +146,6 @@ def apply_defaults(options, value):
 # Cross-field rules and ranges, one function per role. Each takes the role's
 # values (converted by its argument spec) and returns problem lines.
 
-NETWORK_NAT_MODES = ("single", "per_zone")
-STATES = ("present", "absent")
 EKS_LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
 ECR_NAME_RE = re.compile(r"^[a-z0-9]+(?:[._-][a-z0-9]+)*(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*$")
 KMS_ARN_RE = re.compile(r"^arn:aws[a-z-]*:kms:")
