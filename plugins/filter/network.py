@@ -115,9 +115,57 @@ def network_byo_subnets(subnets, vpc_id, private_ids, public_ids, zones):
     }
 
 
+def network_desired(plan, cluster_name, nat_zones, tags):
+    """Every resource of a created network with its name and tags, as the role and vpc_network_info take them.
+
+    ``plan`` is network_subnet_plan's answer, ``nat_zones`` the zones that get
+    a NAT gateway (the first zone only with network_nat_gateways=single; the
+    other zones' private route tables then use it), ``tags`` the deployment's
+    tags. Subnet keys are ``<zone>/<tier>``.
+    """
+    if not isinstance(plan, dict) or not plan or not nat_zones:
+        raise AnsibleFilterError(f"network_desired: expects a subnet plan and NAT zones, got {plan!r} and {nat_zones!r}")
+    tags = dict(tags or {})
+
+    def named(name, **extra):
+        return {**tags, **extra, "Name": name}
+
+    zones = sorted(plan)
+    subnets = []
+    for zone in zones:
+        for tier, role_tag in (("private", "kubernetes.io/role/internal-elb"), ("public", "kubernetes.io/role/elb")):
+            subnets.append({
+                "key": f"{zone}/{tier}", "cidr": plan[zone][tier], "availability_zone": zone,
+                "tags": named(f"{cluster_name}-{tier}-{zone}", **{f"kubernetes.io/cluster/{cluster_name}": "shared", role_tag: "1"}),
+            })
+    nat_gateways = [
+        {"zone": zone, "subnet_key": f"{zone}/public", "eip_tags": named(f"{cluster_name}-nat-{zone}"), "tags": named(f"{cluster_name}-nat-{zone}")}
+        for zone in nat_zones
+    ]
+    route_tables = [{
+        "name": f"{cluster_name}-public", "tags": named(f"{cluster_name}-public"),
+        "subnet_keys": [f"{zone}/public" for zone in zones], "target": "internet_gateway",
+    }]
+    for zone in zones:
+        nat_zone = zone if zone in nat_zones else nat_zones[0]
+        route_tables.append({
+            "name": f"{cluster_name}-private-{zone}", "tags": named(f"{cluster_name}-private-{zone}"),
+            "subnet_keys": [f"{zone}/private"], "target": f"nat:{nat_zone}",
+        })
+    return {
+        "vpc_name": f"{cluster_name}-vpc",
+        "vpc_tags": named(f"{cluster_name}-vpc"),
+        "subnets": subnets,
+        "internet_gateway_tags": named(f"{cluster_name}-igw"),
+        "nat_gateways": nat_gateways,
+        "route_tables": route_tables,
+    }
+
+
 class FilterModule:
     def filters(self):
         return {
+            "network_desired": network_desired,
             "network_subnet_plan": network_subnet_plan,
             "network_byo_subnets": network_byo_subnets,
         }

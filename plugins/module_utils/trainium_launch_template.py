@@ -344,6 +344,48 @@ def ensure_present(client, params, check_mode):
     return plan["changed"], current, desired, template, data
 
 
+@LaunchTemplateErrorHandler.list_error_handler("describe placement group", default_value=None)
+@AWSRetry.jittered_backoff()
+def describe_placement_group(client, name):
+    groups = client.describe_placement_groups(Filters=[{"Name": "group-name", "Values": [name]}])["PlacementGroups"]
+    # A group being deleted is as good as gone: its name can be created again.
+    groups = [group for group in groups if group.get("State") not in ("deleting", "deleted")]
+    return groups[0] if groups else None
+
+
+@LaunchTemplateErrorHandler.common_error_handler("create placement group")
+@AWSRetry.jittered_backoff()
+def create_placement_group(client, name, strategy, tags):
+    request = {"GroupName": name, "Strategy": strategy}
+    if tags:
+        request["TagSpecifications"] = [{"ResourceType": "placement-group", "Tags": tag_list(tags)}]
+    client.create_placement_group(**request)
+
+
+def ensure_placement_group(client, name, strategy, tags, check_mode):
+    """Create the placement group ``name`` when missing, converge its tags. Returns (changed, before, after).
+
+    A group of that name with another strategy cannot be changed: TrainiumLaunchTemplateError.
+    """
+    group = describe_placement_group(client, name)
+    after = {"name": name, "strategy": strategy, "tags": dict(tags or {})}
+    if group is None:
+        if not check_mode:
+            create_placement_group(client, name, strategy, tags)
+        return True, None, after
+    current_tags = {tag["Key"]: tag["Value"] for tag in group.get("Tags", [])}
+    before = {"name": name, "strategy": group.get("Strategy"), "tags": current_tags}
+    if group.get("Strategy") != strategy:
+        raise TrainiumLaunchTemplateError(
+            message=f"placement_group: {name} exists with strategy {group.get('Strategy')}, not {strategy}; a placement group's "
+                    "strategy cannot change: delete it (state=absent on its node pool) or name another one")
+    to_set, to_remove = common.tag_diff(current_tags, tags, purge_tags=True)
+    if (to_set or to_remove) and not check_mode:
+        common.update_tags(client, group["GroupId"], to_set, to_remove)
+    after["tags"] = common.tags_after(current_tags, to_set, to_remove)
+    return bool(to_set or to_remove), before, after
+
+
 def ensure_absent(client, name, check_mode):
     """Delete the template by name. Returns (changed, before data)."""
     template = describe_launch_template(client, name)

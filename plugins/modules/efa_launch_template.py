@@ -90,6 +90,17 @@ options:
     description:
       - Name of the (cluster) placement group the instances launch into.
     type: str
+  placement_group_strategy:
+    description:
+      - When set, the module also creates the placement group O(placement_group)
+        with this strategy if it is missing, and gives it the tags O(tags)
+        (removing others), so that one call places a node pool.
+      - A group of that name with another strategy is an error (EC2 cannot change
+        the strategy). The module never deletes placement groups; use
+        M(amazon.aws.ec2_placement_group) with O(amazon.aws.ec2_placement_group#module:state=absent).
+      - Unset leaves the group alone (it must exist when instances launch).
+    type: str
+    choices: [cluster, partition, spread]
   capacity_reservation_id:
     description:
       - Capacity reservation or Capacity Block to launch into (C(CapacityReservationSpecification) target).
@@ -155,6 +166,13 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+placement_group:
+  description:
+    - The placement group as the task leaves it (would leave it, in check mode) - name, strategy and tags.
+    - Null without O(placement_group_strategy).
+  returned: always
+  type: dict
+  sample: {"name": "trn-prod-trn1", "strategy": "cluster", "tags": {"ManagedBy": "trainium.eks"}}
 launch_template:
   description: The launch template; empty after O(state=absent) or when check mode would create it.
   returned: always
@@ -206,6 +224,7 @@ from ansible_collections.amazon.aws.plugins.module_utils.modules import AnsibleA
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_common import fail_on_aws_error
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_launch_template import diff_view
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_launch_template import ensure_absent
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_launch_template import ensure_placement_group
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_launch_template import ensure_present
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_launch_template import template_result
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_launch_template import validation_errors
@@ -224,6 +243,7 @@ def main():
         root_volume_iops=dict(type="int"),
         root_volume_throughput=dict(type="int"),
         placement_group=dict(type="str"),
+        placement_group_strategy=dict(type="str", choices=["cluster", "partition", "spread"]),
         capacity_reservation_id=dict(type="str"),
         capacity_block=dict(type="bool", default=False),
         metadata_hop_limit=dict(type="int", default=2),
@@ -232,6 +252,7 @@ def main():
     module = AnsibleAWSModule(
         argument_spec=argument_spec,
         required_if=[("state", "present", ["efa_interfaces"])],
+        required_by={"placement_group_strategy": "placement_group"},
         supports_check_mode=True,
     )
     errors = validation_errors(module.params)
@@ -255,17 +276,28 @@ def absent(module, client):
 
 
 def present(module, client):
-    outcome = fail_on_aws_error(module, ensure_present, client, module.params, module.check_mode)
+    params = module.params
+    group = (False, None, None)
+    if params["placement_group_strategy"]:
+        group = fail_on_aws_error(module, ensure_placement_group, client, params["placement_group"],
+                                  params["placement_group_strategy"], params["tags"], module.check_mode)
+        if group is None:
+            return
+    outcome = fail_on_aws_error(module, ensure_present, client, params, module.check_mode)
     if outcome is None:
         return
     changed, before, after, template, data = outcome
     result = dict(
-        changed=changed,
+        changed=changed or group[0],
         launch_template=template_result(template, data),
         launch_template_data=diff_view(data),
+        placement_group=group[2],
     )
     if module._diff:
         result["diff"] = dict(before=diff_view(before), after=diff_view(after))
+        if params["placement_group_strategy"]:
+            result["diff"]["before"]["placement_group"] = group[1]
+            result["diff"]["after"]["placement_group"] = group[2]
     module.exit_json(**result)
 
 

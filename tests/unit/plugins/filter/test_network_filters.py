@@ -20,6 +20,7 @@ VPC = "vpc-0123456789abcdef0"
 
 def test_filter_names():
     assert network.FilterModule().filters() == {
+        "network_desired": network.network_desired,
         "network_subnet_plan": network.network_subnet_plan,
         "network_byo_subnets": network.network_byo_subnets,
     }

@@ -244,9 +244,6 @@ def test_ipv6_rule(spelling):
     assert sg.security_group_differences(spelling(groups), spec) == []
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError, reason=(
-    "bug: ec2_security_group's rules[].cidr_ip, group_id and group_name are lists (type: list); the filter puts the value "
-    "itself into a set of tuples and raises TypeError: unhashable type: 'list'"))
 def test_cidr_ip_given_as_a_list_as_ec2_security_group_allows(spelling):
     groups = boto3_groups()
     nodes = by_name(groups, f"{CLUSTER}-nodes")

@@ -183,8 +183,6 @@ def test_absent_diff_in_check_mode_shows_the_kubeconfig_going(capsys, kube_dir):
     assert rc == 0 and result["diff"]["before"] == path.read_text() and result["diff"]["after"] == ""
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug: absent() unlinks the files before it reads the kubeconfig for the diff, so outside check mode diff.before is empty"))
 def test_absent_diff_shows_the_kubeconfig_that_was_removed(capsys, kube_dir):
     path = kube_dir / "config"
     run(capsys, path)
