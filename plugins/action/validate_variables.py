@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 from ansible.errors import AnsibleError, AnsibleUndefinedVariable
 from ansible.plugins.action import ActionBase
@@ -23,6 +24,11 @@ from ansible_collections.trainium.eks.plugins.module_utils.trainium_validation i
 COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # The role whose argument spec describes the deployment variables (and their defaults).
 DEPLOYMENT_SPEC_ROLE = "preflight"
+# scope=names: the variables a teardown needs, the names and tags it looks resources up by.
+NAME_PROBLEM_RE = re.compile(
+    r"^(trainium_cluster_name|trainium_region|trainium_aws_endpoint_url|trainium_tags\S*|trainium_node_pools"
+    r"|trainium_node_pools\[\d+\](\.name)?|trainium_storage|trainium_image(\.repository)?): "
+)
 
 
 def _trusted(value):
@@ -37,8 +43,26 @@ def _trusted(value):
 
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
-    _VALID_ARGS = frozenset(("roles",))
+    _VALID_ARGS = frozenset(("roles", "scope"))
     _requires_connection = False
+
+    def _names_only(self, result, deployment):
+        """Check only what finding the resources by name needs; a teardown must not fail on anything else."""
+        problems = [problem for problem in deployment_errors(deployment) if NAME_PROBLEM_RE.match(problem)]
+        model = None
+        if not problems:
+            try:
+                model = deployment_model(deployment)
+            except (KeyError, TypeError, ValueError, AttributeError) as e:
+                problems = [f"trainium_node_pools: the resource names cannot be made from these variables ({e})"]
+        if problems:
+            result["failed"] = True
+            result["msg"] = f"{len(problems)} problem(s) in the names of the deployment; nothing was touched:\n" + "\n".join(problems)
+            return result
+        result["changed"] = False
+        result["msg"] = "the names of the deployment are valid"
+        result["ansible_facts"] = {"trainium_deployment": model}
+        return result
 
     def _role_file(self, role, *parts):
         return os.path.join(COLLECTION_ROOT, "roles", role, *parts)
@@ -84,6 +108,9 @@ class ActionModule(ActionBase):
         roles = self._task.args.get("roles") or []
         if not isinstance(roles, list) or not all(isinstance(role, str) for role in roles):
             return dict(result, failed=True, msg=f"roles: got {roles!r}; allowed: a list of role names of trainium.eks")
+        scope = self._task.args.get("scope") or "all"
+        if scope not in ("all", "names") or (scope == "names" and roles):
+            return dict(result, failed=True, msg=f"scope: got {scope!r}; allowed: all, or names (with no roles)")
 
         deployment_spec = self._spec_options(DEPLOYMENT_SPEC_ROLE)
         deployment = self._resolve(DEPLOYMENT_VARIABLES, {}, task_vars)
@@ -93,6 +120,9 @@ class ActionModule(ActionBase):
                 deployment[name] = spec["default"]
             if name in deployment:
                 deployment[name] = apply_defaults(spec.get("options"), deployment[name])
+
+        if scope == "names":
+            return self._names_only(result, deployment)
 
         # Role defaults may read the normalized deployment (names, storage, ...).
         model = deployment_model(deployment) if not deployment_errors(deployment) else None

@@ -168,6 +168,36 @@ def ipv4_network(value):
         return None
 
 
+# RFC 5737: addresses for examples in documentation; no client ever comes from them.
+DOCUMENTATION_NETWORKS = tuple(ipaddress.IPv4Network(block) for block in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24"))
+# Public API access wider than this needs eks_cluster_public_access_from_anywhere.
+WIDEST_PUBLIC_PREFIX = 16
+
+
+def public_cidr_problem(cidr, anywhere=False):
+    """What is wrong with ``cidr`` as a block allowed to reach the public Kubernetes API; None when nothing.
+
+    Refused: anything but an IPv4 CIDR block; host bits set (the network the
+    user probably meant is named); a documentation range (RFC 5737, the
+    placeholder of an example inventory); wider than /16 unless ``anywhere``.
+    """
+    if not isinstance(cidr, str):
+        return "an IPv4 CIDR block such as 192.168.10.0/24 (your office, VPN or CI runners)"
+    try:
+        loose = ipaddress.IPv4Network(cidr, strict=False)
+    except ValueError:
+        return "an IPv4 CIDR block such as 192.168.10.0/24 (your office, VPN or CI runners)"
+    if ipv4_network(cidr) is None:
+        return f"an IPv4 CIDR block without host bits, such as {loose} (the network {cidr} is in)"
+    if any(loose.overlaps(documentation) for documentation in DOCUMENTATION_NETWORKS) and loose.prefixlen >= 24:
+        return ("your own addresses; this is a documentation range (RFC 5737), the placeholder of an example "
+                "inventory, which no client ever comes from")
+    if loose.prefixlen < WIDEST_PUBLIC_PREFIX and not anywhere:
+        return (f"a block of /{WIDEST_PUBLIC_PREFIX} or narrower; /{loose.prefixlen} opens the Kubernetes API to "
+                f"{loose.num_addresses:,} addresses (set eks_cluster_public_access_from_anywhere: true to allow it on purpose)")
+    return None
+
+
 def network_problems(values):
     """The network role: NAT mode, VPC CIDR and subnet prefixes, or the VPC and subnets brought."""
     problems = Problems()
@@ -215,22 +245,18 @@ def eks_cluster_problems(values):
         problems.add("eks_cluster_logging", logging, "any of " + ", ".join(EKS_LOG_TYPES))
     problems.check_int("eks_cluster_kms_deletion_window_days", values.get("eks_cluster_kms_deletion_window_days"), 7, 30)
     cidrs = values.get("eks_cluster_public_access_cidrs") or []
+    present = values.get("eks_cluster_state", "present") == "present" and values.get("eks_cluster_endpoint_public_access")
+    anywhere = values.get("eks_cluster_public_access_from_anywhere")
     for index, cidr in enumerate(cidrs):
-        if ipv4_network(cidr) is None:
-            problems.add(f"eks_cluster_public_access_cidrs[{index}]", cidr, "an IPv4 CIDR block without host bits, such as 198.51.100.0/24")
-    if values.get("eks_cluster_state", "present") == "present" and values.get("eks_cluster_endpoint_public_access"):
-        if not cidrs:
-            problems.add(
-                "eks_cluster_public_access_cidrs", cidrs,
-                "the CIDR blocks that may reach the public Kubernetes API (your office, VPN or CI runners), "
-                "or eks_cluster_endpoint_public_access: false",
-            )
-        elif "0.0.0.0/0" in cidrs and not values.get("eks_cluster_public_access_from_anywhere"):
-            problems.add(
-                "eks_cluster_public_access_cidrs", cidrs,
-                "CIDR blocks narrower than 0.0.0.0/0, which opens the Kubernetes API to the whole internet "
-                "(set eks_cluster_public_access_from_anywhere: true to allow it on purpose)",
-            )
+        problem = public_cidr_problem(cidr, anywhere)
+        if problem:
+            problems.add(f"eks_cluster_public_access_cidrs[{index}]", cidr, problem)
+    if present and not cidrs:
+        problems.add(
+            "eks_cluster_public_access_cidrs", cidrs,
+            "the CIDR blocks that may reach the public Kubernetes API (your office, VPN or CI runners), "
+            "or eks_cluster_endpoint_public_access: false",
+        )
     service_cidr = values.get("eks_cluster_service_ipv4_cidr")
     if service_cidr and ipv4_network(service_cidr) is None:
         problems.add("eks_cluster_service_ipv4_cidr", service_cidr, "empty (EKS chooses) or an IPv4 CIDR block such as 172.20.0.0/16")

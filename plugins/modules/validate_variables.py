@@ -33,6 +33,17 @@ options:
     type: list
     elements: str
     default: []
+  scope:
+    description:
+      - V(all) checks every deployment variable and the variables of O(roles).
+      - V(names) checks only what finding the deployment's resources by name needs - cluster name,
+        region, endpoint, tags, the node pools' names, the storage and image mappings - so that a
+        teardown never fails on a value it does not use (a capacity reservation that has ended, a
+        node count). O(roles) must be empty.
+    type: str
+    choices: [all, names]
+    default: all
+    version_added: 0.4.0
 attributes:
   check_mode:
     support: full

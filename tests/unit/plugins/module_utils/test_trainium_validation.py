@@ -75,7 +75,7 @@ def test_every_role_with_an_argument_spec_has_rules_registered():
     ("eks_cluster", {"eks_cluster_kms_deletion_window_days": 3}, "eks_cluster_kms_deletion_window_days: got 3 (int); allowed: an integer from 7 to 30"),
     ("eks_cluster", {"eks_cluster_public_access_cidrs": []}, "eks_cluster_public_access_cidrs: got [] (list); allowed: the CIDR blocks that may reach"),
     ("eks_cluster", {"eks_cluster_public_access_cidrs": ["0.0.0.0/0"]},
-     "eks_cluster_public_access_cidrs: got ['0.0.0.0/0'] (list); allowed: CIDR blocks narrower"),
+     "eks_cluster_public_access_cidrs[0]: got '0.0.0.0/0' (str); allowed: a block of /16 or narrower; /0 opens"),
     ("eks_cluster", {"eks_cluster_upgrade_policy": "FOREVER"}, "eks_cluster_upgrade_policy: got 'FOREVER' (str); allowed: one of STANDARD, EXTENDED"),
     ("eks_cluster", {"eks_cluster_wait_delay": 0}, "eks_cluster_wait_delay: got 0 (int); allowed: an integer from 1 to 600"),
     ("ecr", {"ecr_repository_name": "Bert"}, "ecr_repository_name: got 'Bert' (str); allowed: 2-256 lowercase letters"),
@@ -156,3 +156,34 @@ def test_model_names_every_resource_once_and_applies_pool_defaults():
     assert model["names"]["node_role"] == "trn-rehearsal-node"
     assert model["names"]["file_system"] == "trn-rehearsal-data"
     assert model["endpoint_url"] == "http://127.0.0.1:5000"
+
+
+@pytest.mark.parametrize("cidr, expected", [
+    ("0.0.0.0/1", "a block of /16 or narrower; /1 opens the Kubernetes API to 2,147,483,648 addresses"),
+    ("128.0.0.0/1", "a block of /16 or narrower; /1 opens"),
+    ("10.0.0.0/15", "a block of /16 or narrower; /15 opens"),
+    ("1.2.3.4/0", "an IPv4 CIDR block without host bits, such as 0.0.0.0/0"),
+    ("10.1.2.3/16", "an IPv4 CIDR block without host bits, such as 10.1.0.0/16"),
+    ("203.0.113.0/24", "your own addresses; this is a documentation range (RFC 5737)"),
+    ("198.51.100.0/25", "your own addresses; this is a documentation range"),
+    ("192.0.2.7/32", "your own addresses; this is a documentation range"),
+    ("not-a-cidr", "an IPv4 CIDR block such as"),
+])
+def test_public_access_cidrs_refused(cidr, expected):
+    found = problems("eks_cluster", eks_cluster_public_access_cidrs=["127.0.0.1/32", cidr])
+    assert len(found) == 1, found
+    assert found[0].startswith(f"eks_cluster_public_access_cidrs[1]: got {cidr!r} (str); allowed: {expected}"), found
+
+
+@pytest.mark.parametrize("cidr", ["10.0.0.0/16", "52.94.0.0/22", "127.0.0.1/32", "203.0.0.0/16"])
+def test_public_access_cidrs_accepted(cidr):
+    assert problems("eks_cluster", eks_cluster_public_access_cidrs=[cidr]) == []
+
+
+def test_wide_public_access_needs_the_opt_in():
+    wide = ["0.0.0.0/1", "128.0.0.0/1"]
+    assert len(problems("eks_cluster", eks_cluster_public_access_cidrs=wide)) == 2
+    assert problems("eks_cluster", eks_cluster_public_access_cidrs=wide, eks_cluster_public_access_from_anywhere=True) == []
+    # The opt-in does not excuse a typo or a placeholder.
+    assert len(problems("eks_cluster", eks_cluster_public_access_cidrs=["1.2.3.4/0", "203.0.113.0/24"],
+                        eks_cluster_public_access_from_anywhere=True)) == 2
