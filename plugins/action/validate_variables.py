@@ -144,5 +144,10 @@ class ActionModule(ActionBase):
             return result
         result["changed"] = False
         result["msg"] = f"the deployment variables and the variables of {', '.join(roles) or 'no role'} are valid"
-        result["ansible_facts"] = {"trainium_deployment": model}
+        checked_before = task_vars.get("trainium_checked_roles") or []
+        result["ansible_facts"] = {
+            "trainium_deployment": model,
+            # A role whose variables this run checked does not check them again on entry.
+            "trainium_checked_roles": sorted(set(checked_before) | set(roles)),
+        }
         return result
