@@ -67,6 +67,11 @@ LABEL_KEY_RE = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Z
 LABEL_VALUE_RE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
 
 
+def default_max_count(count):
+    """The node group's maximum size when max_count is not set: count, and 1 for a parked pool (EKS needs maxSize >= 1)."""
+    return max(count, 1) if isinstance(count, int) and not isinstance(count, bool) else count
+
+
 def _validate_pool(errors, index, pool, seen_names):
     base = f"trainium_node_pools[{index}]"
     if not errors.check_mapping(base, pool):
@@ -78,13 +83,14 @@ def _validate_pool(errors, index, pool, seen_names):
         seen_names.add(name)
     errors.check_choice(f"{base}.instance_type", pool.get("instance_type"), TRAINIUM_INSTANCE_TYPES)
     count = pool.get("count")
-    count_ok = errors.check_int(f"{base}.count", count, 1, MAX_NODES_PER_POOL)
-    # Unset and null both mean "the same as count".
+    # 0 parks the pool: its node group stays, with no node (and nothing to pay for them).
+    count_ok = errors.check_int(f"{base}.count", count, 0, MAX_NODES_PER_POOL)
+    # Unset and null both mean "the same as count" (at least 1 for the maximum: EKS needs it).
     min_count = count if pool.get("min_count") is None else pool["min_count"]
-    max_count = count if pool.get("max_count") is None else pool["max_count"]
+    max_count = default_max_count(count) if pool.get("max_count") is None else pool["max_count"]
     if count_ok:
         errors.check_int(f"{base}.min_count", min_count, 0, count)
-        errors.check_int(f"{base}.max_count", max_count, count, MAX_NODES_PER_POOL)
+        errors.check_int(f"{base}.max_count", max_count, max(count, 1), MAX_NODES_PER_POOL)
     capacity_type = pool.get("capacity_type", "ON_DEMAND")
     errors.check_choice(f"{base}.capacity_type", capacity_type, CAPACITY_TYPES)
     reservation = pool.get("capacity_reservation_id")
@@ -340,6 +346,9 @@ def job_fit_errors(job, pools, capacity):
     pool = next((p for p in pools if p["name"] == job["node_pool"]), None)
     if pool is None:
         return list(errors)
+    if pool["count"] == 0:
+        # A parked pool: the job cannot run until count is raised again, but the pool may be parked.
+        return list(errors)
     info = capacity["instance_types"].get(pool["instance_type"], {})
     cores = info.get("neuron_cores", 0)
     if job["nnodes"] > pool["count"]:
@@ -387,7 +396,8 @@ def normalize_pool(pool, cluster, tags):
             "capacity_reservation_id": pool.get("capacity_reservation_id") or None,
             "availability_zone": pool.get("availability_zone") or None,
             "min_count": pool["count"] if pool.get("min_count") is None else pool["min_count"],
-            "max_count": pool["count"] if pool.get("max_count") is None else pool["max_count"],
+            "max_count": default_max_count(pool["count"]) if pool.get("max_count") is None else pool["max_count"],
+            "parked": pool["count"] == 0,
             "labels": dict(pool.get("labels") or {}, **{POOL_LABEL: pool["name"]}),
             "taints": list(pool.get("taints") or []),
             "tags": dict(tags, Name=resource_name),

@@ -117,7 +117,7 @@ def assert_account_holds_the_deployment(aws):
 
 
 @pytest.mark.xdist_group("shared_stack")  # eks_cluster reaches the cluster with an EKS token
-def test_infrastructure_converges_then_teardown_empties_the_account(aws, run_playbook, kubeconfig, rehearsal):
+def test_infrastructure_converges_then_teardown_empties_the_account(aws, run_playbook, kubeconfig, rehearsal, local_vars):
     baseline = aws.resources()
 
     first = run_playbook(INFRASTRUCTURE, args=run_args(kubeconfig))
@@ -137,6 +137,14 @@ def test_infrastructure_converges_then_teardown_empties_the_account(aws, run_pla
     second = run_playbook(INFRASTRUCTURE, args=run_args(kubeconfig))
     assert second.rc == 0, second
     assert second.recap["changed"] == 0, second.changed_tasks
+
+    # count: 0 parks the pool (issue 9): the node group stays, scaled to no node.
+    parked = [dict(local_vars["trainium_node_pools"][0], count=0)]
+    park = run_playbook(INFRASTRUCTURE, args=run_args(kubeconfig) + ["-e", json.dumps({"trainium_node_pools": parked})])
+    assert park.rc == 0, park
+    assert {name.split(" : ", 1)[0] for name in park.changed_tasks} == {"trainium.eks.trn_nodegroup"}, park.changed_tasks
+    group = aws.client("eks").describe_nodegroup(clusterName=CLUSTER, nodegroupName=f"{CLUSTER}-trn1")["nodegroup"]
+    assert group["scalingConfig"] == {"minSize": 0, "maxSize": 1, "desiredSize": 0}
 
     down = run_playbook(TEARDOWN, args=run_args(kubeconfig))
     assert down.rc == 0, down

@@ -107,10 +107,11 @@ BAD_INPUTS = [
     _case("instance-type-gpu", {POOL + ".instance_type": "p5.48xlarge"}, "trainium_node_pools[0].instance_type",
           "one of trn1.2xlarge, trn1.32xlarge, trn1n.32xlarge, trn2.48xlarge"),
     _case("instance-type-inf2", {POOL + ".instance_type": "inf2.48xlarge"}, "trainium_node_pools[0].instance_type", "trn2.48xlarge"),
-    _case("count-bool", {POOL + ".count": True}, "trainium_node_pools[0].count", "an integer from 1 to 100"),
-    _case("count-zero", {POOL + ".count": 0}, "trainium_node_pools[0].count", "an integer from 1 to 100"),
-    _case("count-101", {POOL + ".count": 101}, "trainium_node_pools[0].count", "an integer from 1 to 100"),
-    _case("count-string", {POOL + ".count": "2"}, "trainium_node_pools[0].count", "an integer from 1 to 100"),
+    _case("count-bool", {POOL + ".count": True}, "trainium_node_pools[0].count", "an integer from 0 to 100"),
+    _case("count-negative", {POOL + ".count": -1}, "trainium_node_pools[0].count", "an integer from 0 to 100"),
+    _case("count-101", {POOL + ".count": 101}, "trainium_node_pools[0].count", "an integer from 0 to 100"),
+    _case("count-string", {POOL + ".count": "2"}, "trainium_node_pools[0].count", "an integer from 0 to 100"),
+    _case("parked-max-count-zero", {POOL + ".count": 0, POOL + ".max_count": 0}, "trainium_node_pools[0].max_count", "an integer from 1 to 100"),
     _case("min-count-above-count", {POOL + ".min_count": 3}, "trainium_node_pools[0].min_count", "an integer from 0 to 2"),
     _case("max-count-below-count", {POOL + ".max_count": 1}, "trainium_node_pools[0].max_count", "an integer from 2 to 100"),
     _case("seq-len-float", {"trainium_dataset.seq_len": 128.0}, "trainium_dataset.seq_len", "one of 128, 512"),
@@ -250,7 +251,7 @@ def test_empty_variables_report_every_required_variable():
 
 
 def test_several_problems_are_all_reported_in_order():
-    errors = td.deployment_errors(_variant(trainium_region="mars", **{_p(POOL + ".count"): 0, "trainium_job__precision": "int8"}))
+    errors = td.deployment_errors(_variant(trainium_region="mars", **{_p(POOL + ".count"): -1, "trainium_job__precision": "int8"}))
     assert [e.split(": got ", 1)[0] for e in errors] == ["trainium_region", "trainium_node_pools[0].count", "trainium_job.precision"]
 
 
@@ -395,3 +396,14 @@ def test_bad_tags_are_named(tags, variable, allowed):
 def test_good_tags_and_no_tags_are_accepted():
     assert td.deployment_errors(_variant(trainium_tags={"team": "ml-platform", "cost-center": "1234"})) == []
     assert td.deployment_errors(_variant(trainium_tags={})) == []
+
+
+def test_count_zero_parks_the_pool():
+    variables = _variant(**{_p(POOL + ".count"): 0})
+    assert td.deployment_errors(variables) == []
+    (pool,) = td.deployment_model(variables)["node_pools"]
+    assert (pool["count"], pool["min_count"], pool["max_count"], pool["parked"]) == (0, 0, 1, True)
+    # The job cannot run on a parked pool, but parking is not refused.
+    job = dict(variables["trainium_job"], node_pool=pool["name"])
+    capacity = {"instance_types": {pool["instance_type"]: {"neuron_cores": 32}}}
+    assert td.job_fit_errors(job, [pool], capacity) == []
