@@ -164,6 +164,12 @@ def test_check_mode_on_an_empty_account_creates_nothing(aws, run_playbook, kubec
     # One would-be change per stage at least.
     for role in ("network", "eks_cluster", "trn_launch_template", "trn_nodegroup", "ecr", "fsx_lustre"):
         assert any(name.startswith(f"trainium.eks.{role} : ") for name in planned.changed_tasks), role
+    # One summary at the end (issue 9): what would exist and the hourly cost; no retry or deprecation noise
+    # from the collection's own waits.
+    assert "Check mode: nothing was changed; what a real run would leave:" in planned.text
+    assert "- node pool trn1: 2 x trn1.32xlarge ON_DEMAND in us-west-2b" in planned.text
+    assert "Trainium nodes cost about $43.00/h at on-demand list prices" in planned.text
+    assert "RETRYING" not in planned.output
     assert aws.resources() == baseline
     assert not os.path.exists(kubeconfig)
 

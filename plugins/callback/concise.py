@@ -1,0 +1,64 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the trainium.eks project
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: concise
+type: stdout
+short_description: The default output without the bookkeeping tasks that went as planned
+version_added: 0.4.0
+description:
+  - Prints what C(ansible.builtin.default) prints, except, at verbosity 0, the tasks that only keep
+    books and reported C(ok) - C(set_fact), C(assert), role argument spec checks,
+    C(trainium.eks.validate_variables) - and the C(include_tasks) / C(include_role) tasks with their
+    C(included:) lines.
+  - Anything changed, failed, skipped on purpose or printed by C(debug) shows as usual; with C(-v) or
+    more, everything does.
+  - The collection's C(ansible.cfg) selects it; AWX and other callbacks are unaffected.
+author:
+  - trainium.eks developers (@trainium-eks)
+extends_documentation_fragment:
+  - ansible.builtin.default_callback
+  - ansible.builtin.result_format_callback
+requirements:
+  - set as the stdout callback (C(stdout_callback = trainium.eks.concise))
+"""
+
+from ansible.plugins.callback.default import CallbackModule as DefaultCallback
+
+# Actions whose ok results are bookkeeping; their failures still show.
+QUIET_ACTIONS = frozenset((
+    "set_fact", "ansible.builtin.set_fact", "ansible.legacy.set_fact",
+    "assert", "ansible.builtin.assert", "ansible.legacy.assert",
+    "validate_argument_spec", "ansible.builtin.validate_argument_spec", "ansible.legacy.validate_argument_spec",
+    "trainium.eks.validate_variables",
+    "include_tasks", "ansible.builtin.include_tasks", "ansible.legacy.include_tasks",
+    "include_role", "ansible.builtin.include_role", "ansible.legacy.include_role",
+))
+
+
+class CallbackModule(DefaultCallback):
+    CALLBACK_VERSION = 2.0
+    CALLBACK_TYPE = "stdout"
+    CALLBACK_NAME = "trainium.eks.concise"
+
+    def _quiet(self, result):
+        return (self._display.verbosity < 1 and result._task.action in QUIET_ACTIONS
+                and not result._result.get("changed", False))
+
+    def v2_runner_on_ok(self, result):
+        if self._quiet(result):
+            return
+        super().v2_runner_on_ok(result)
+
+    def v2_runner_item_on_ok(self, result):
+        if self._quiet(result):
+            return
+        super().v2_runner_item_on_ok(result)
+
+    def v2_playbook_on_include(self, included_file):
+        if self._display.verbosity < 1:
+            return
+        super().v2_playbook_on_include(included_file)
