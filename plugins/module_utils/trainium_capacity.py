@@ -74,8 +74,33 @@ def describe_reservations(client, reservation_ids=None, instance_types=None):
     return _paginate(client, "describe_capacity_reservations", "CapacityReservations", **params)
 
 
-def gather_capacity(client, instance_types, reservation_ids=None, lookup_reservations=False):
-    """Call EC2 and return the facts trainium_capacity_info reports."""
+@CapacityErrorHandler.common_error_handler("describe regions")
+@AWSRetry.jittered_backoff()
+def describe_regions(client):
+    return sorted(region["RegionName"] for region in client.describe_regions()["Regions"])
+
+
+def regions_offering(client, regional_client, instance_types):
+    """{type: [regions whose zones offer it]} for ``instance_types``, asking every enabled region.
+
+    Only called for types the client's region does not offer, to name where
+    they are: one call per region, on an error path.
+    """
+    found = {itype: [] for itype in instance_types}
+    for region in describe_regions(client):
+        for offering in describe_offerings(regional_client(region), instance_types):
+            if region not in found[offering["InstanceType"]]:
+                found[offering["InstanceType"]].append(region)
+    return found
+
+
+def gather_capacity(client, instance_types, reservation_ids=None, lookup_reservations=False, regional_client=None):
+    """Call EC2 and return the facts trainium_capacity_info reports.
+
+    ``regional_client(region)`` (optional) gives an EC2 client of another
+    region; with it, a type this region does not offer gets ``offered_in``,
+    the regions that do.
+    """
     instance_types = list(dict.fromkeys(instance_types))
     type_infos = describe_instance_types(client, instance_types)
     offerings = describe_offerings(client, instance_types)
@@ -87,4 +112,9 @@ def gather_capacity(client, instance_types, reservation_ids=None, lookup_reserva
             reservations.extend(describe_reservations(client, reservation_ids=[reservation_id]))
     elif lookup_reservations:
         reservations = describe_reservations(client, instance_types=instance_types)
-    return build_capacity_facts(instance_types, type_infos, offerings, zones, reservations)
+    facts = build_capacity_facts(instance_types, type_infos, offerings, zones, reservations)
+    missing = [itype for itype, entry in facts["instance_types"].items() if not entry["offered"]]
+    if missing and regional_client is not None:
+        for itype, regions in regions_offering(client, regional_client, missing).items():
+            facts["instance_types"][itype]["offered_in"] = regions
+    return facts

@@ -256,7 +256,11 @@ def _place_pool(errors, index, pool, capacity, region, preferred):
     info = capacity["instance_types"].get(itype) or {"offered": False, "availability_zones": [], "availability_zone_ids": []}
     zones = [{"name": n, "id": i} for n, i in zip(info["availability_zones"], info["availability_zone_ids"])]
     if not zones:
-        errors.add(f"{base}.instance_type", itype, f"an instance type that some availability zone of {region} offers; no zone of {region} offers {itype}")
+        elsewhere = info.get("offered_in")
+        where = (f"; it is offered in {', '.join(elsewhere)} (set trainium_region to one of them)" if elsewhere
+                 else "; no region offers it" if elsewhere == [] else "")
+        errors.add(f"{base}.instance_type", itype,
+                   f"an instance type that some availability zone of {region} offers; no zone of {region} offers {itype}{where}")
         return None
     candidates = zones
     reservation_id = pool.get("capacity_reservation_id")

@@ -47,7 +47,7 @@ options:
     type: bool
     default: false
 notes:
-  - Needs C(ec2:DescribeInstanceTypes), C(ec2:DescribeInstanceTypeOfferings),
+  - Needs C(ec2:DescribeInstanceTypes), C(ec2:DescribeInstanceTypeOfferings), C(ec2:DescribeRegions) (only when a type is not offered),
     C(ec2:DescribeAvailabilityZones) and, for reservations,
     C(ec2:DescribeCapacityReservations).
   - The standard AWS endpoint and credential settings apply (O(endpoint_url),
@@ -98,6 +98,14 @@ instance_types:
       description: Whether at least one availability zone of the region offers the type.
       type: bool
       sample: true
+    offered_in:
+      description:
+        - For a type that no zone of this region offers, the regions that do (one
+          C(DescribeInstanceTypeOfferings) call per enabled region).
+      type: list
+      elements: str
+      returned: when RV(instance_types.offered=false)
+      sample: [us-east-1, us-east-2, us-west-2]
     availability_zones:
       description: Names of the zones that offer the type, sorted.
       type: list
@@ -251,6 +259,7 @@ def main():
             module, gather_capacity, module.client("ec2"), module.params["instance_types"],
             reservation_ids=module.params["capacity_reservation_ids"],
             lookup_reservations=module.params["lookup_capacity_reservations"],
+            regional_client=lambda region: module.client("ec2", region=region),
         )
         if facts is not None:
             module.exit_json(changed=False, **facts)

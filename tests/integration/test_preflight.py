@@ -162,7 +162,8 @@ def _cancelled_reservation(aws):
 # These need the EC2 facts, so they are caught after the read-only lookup.
 CAPACITY_CASES = [
     ("no-zone-offers-type", lambda aws, v: _set_pool(v, instance_type="trn2.48xlarge", count=1),
-     ["trainium_node_pools[0].instance_type: got 'trn2.48xlarge'", "no zone of us-west-2 offers trn2.48xlarge"]),
+     ["trainium_node_pools[0].instance_type: got 'trn2.48xlarge'", "no zone of us-west-2 offers trn2.48xlarge; it is offered in ",
+      "(set trainium_region to one of them)"]),
     ("pinned-zone-does-not-offer", lambda aws, v: _set_pool(v, availability_zone="us-west-2a"),
      ["trainium_node_pools[0].availability_zone: got 'us-west-2a'", "a zone that offers trn1.32xlarge: us-west-2b", "us-west-2d"]),
     ("more-nodes-than-reservation", lambda aws, v: _set_pool(v, capacity_reservation_id=_reservation(aws, count=1)),
