@@ -11,6 +11,11 @@ reports with ``trainium_common.fail_on_aws_error``.
 
 from __future__ import annotations
 
+try:
+    import botocore.exceptions
+except ImportError:  # pragma: no cover - AnsibleAWSModule reports a missing botocore
+    pass
+
 from ansible_collections.amazon.aws.plugins.module_utils.retries import AWSRetry
 
 from ansible_collections.trainium.eks.plugins.module_utils import trainium_common as common
@@ -92,6 +97,76 @@ def regions_offering(client, regional_client, instance_types):
             if region not in found[offering["InstanceType"]]:
                 found[offering["InstanceType"]].append(region)
     return found
+
+
+# The EC2 vCPU quotas that bound Trainium instances, by purchase option, found by name.
+TRN_QUOTA_NAMES = {"ON_DEMAND": "Running On-Demand Trn instances", "SPOT": "All Trn Spot Instance Requests"}
+ON_DEMAND_TRN_QUOTA_CODE = "L-2C3B7624"
+LIVE_INSTANCE_STATES = ["pending", "running"]
+TRAINIUM_TYPES = ["trn1.2xlarge", "trn1.32xlarge", "trn1n.32xlarge", "trn2.48xlarge"]
+
+
+def _quota_entry(quota):
+    return {"code": quota.get("QuotaCode"), "name": quota.get("QuotaName"), "value": int(quota.get("Value") or 0)}
+
+
+def trn_quotas(quota_client):
+    """{purchase option: {code, name, value} or None}: the account's applied Trainium vCPU quotas.
+
+    A quota that cannot be read (no permission, a partition without the
+    service) is None; preflight then says it could not check it.
+    """
+    listed = []
+    try:
+        listed = _paginate(quota_client, "list_service_quotas", "Quotas", ServiceCode="ec2")
+    except (botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError):
+        listed = []
+    by_name = {quota.get("QuotaName"): quota for quota in listed}
+    found = {}
+    for option, name in TRN_QUOTA_NAMES.items():
+        quota = by_name.get(name)
+        if quota is None and option == "ON_DEMAND":
+            try:
+                quota = quota_client.get_service_quota(ServiceCode="ec2", QuotaCode=ON_DEMAND_TRN_QUOTA_CODE)["Quota"]
+            except (botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError):
+                quota = None
+        found[option] = _quota_entry(quota) if quota else None
+    return found
+
+
+@CapacityErrorHandler.common_error_handler("describe the running Trainium instances")
+@AWSRetry.jittered_backoff()
+def describe_trn_instances(client):
+    # The wildcard finds every Trainium type; the names are there for endpoints without wildcards.
+    reservations = _paginate(client, "describe_instances", "Reservations", Filters=[
+        {"Name": "instance-type", "Values": ["trn*", *TRAINIUM_TYPES]}, {"Name": "instance-state-name", "Values": LIVE_INSTANCE_STATES}])
+    return [instance for reservation in reservations for instance in reservation.get("Instances", [])]
+
+
+def trn_vcpus_in_use(instances, cluster_name, vcpus_by_type):
+    """{purchase option: vCPUs} of the live Trainium instances that are not the cluster's own nodes."""
+    used = {"ON_DEMAND": 0, "SPOT": 0}
+    for instance in instances:
+        tags = {tag["Key"]: tag["Value"] for tag in instance.get("Tags", [])}
+        if cluster_name and tags.get("eks:cluster-name") == cluster_name:
+            continue  # already counted in what the cluster's pools need
+        cpu = instance.get("CpuOptions") or {}
+        vcpus = cpu.get("CoreCount", 0) * cpu.get("ThreadsPerCore", 1) or vcpus_by_type.get(instance.get("InstanceType"), 0)
+        used["SPOT" if instance.get("InstanceLifecycle") == "spot" else "ON_DEMAND"] += vcpus
+    return used
+
+
+def gather_quotas(client, quota_client, cluster_name, vcpus_by_type):
+    """The Trainium vCPU quotas with what other instances already use of them."""
+    quotas = trn_quotas(quota_client)
+    instances = describe_trn_instances(client)
+    sizes = dict(vcpus_by_type)
+    unknown = sorted({i.get("InstanceType") for i in instances if not i.get("CpuOptions") and i.get("InstanceType") not in sizes})
+    if unknown:
+        for info in describe_instance_types(client, unknown):
+            sizes[info["InstanceType"]] = int((info.get("VCpuInfo") or {}).get("DefaultVCpus", 0))
+    used = trn_vcpus_in_use(instances, cluster_name, sizes)
+    return {option: (dict(quota, used_by_others=used[option]) if quota else None) for option, quota in quotas.items()}
 
 
 def gather_capacity(client, instance_types, reservation_ids=None, lookup_reservations=False, regional_client=None):

@@ -341,7 +341,39 @@ def place_node_pools(pools, capacity, region):
             cluster_zones.append(zone["zone_name"])
     if placed and len(cluster_zones) < 2:
         errors.add("trainium_region", region, "a region with at least two available zones (EKS needs two)")
+    for line in quota_errors(pools, capacity, region):
+        errors.append(line)
     return {"node_pools": placed, "cluster_availability_zones": cluster_zones, "errors": list(errors)}
+
+
+def quota_errors(pools, capacity, region):
+    """One line per purchase option whose pools need more vCPUs than the EC2 quota leaves.
+
+    Pools launched into a capacity reservation or Capacity Block are not
+    counted (the reservation holds their capacity); nor is anything when
+    ``capacity`` has no ``vcpu_quotas`` or a quota could not be read.
+    """
+    quotas = capacity.get("vcpu_quotas") or {}
+    lines = []
+    for option in ("ON_DEMAND", "SPOT"):
+        quota = quotas.get(option)
+        wanted = [pool for pool in pools if pool.get("capacity_type", "ON_DEMAND") == option
+                  and not pool.get("capacity_reservation_id") and _is_int(pool.get("count")) and pool["count"] > 0]
+        if quota is None or not wanted:
+            continue
+        sizes = {pool["instance_type"]: capacity["instance_types"].get(pool["instance_type"], {}).get("vcpus", 0) for pool in wanted}
+        need = sum(pool["count"] * sizes[pool["instance_type"]] for pool in wanted)
+        left = quota["value"] - quota["used_by_others"]
+        if need <= left:
+            continue
+        what = " + ".join(f"{pool['count']} x {pool['instance_type']}" for pool in wanted)
+        lines.append(
+            f"trainium_node_pools: got {what} {option} = {need} vCPUs; allowed: at most {max(left, 0)} vCPUs, the EC2 quota "
+            f"'{quota['name']}' ({quota['code']}) of {quota['value']} vCPUs in {region} minus {quota['used_by_others']} used by "
+            f"other Trainium instances; ask for more: aws service-quotas request-service-quota-increase --service-code ec2 "
+            f"--quota-code {quota['code']} --desired-value {need + quota['used_by_others']} --region {region}"
+        )
+    return lines
 
 
 def job_fit_errors(job, pools, capacity):

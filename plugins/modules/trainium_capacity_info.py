@@ -39,6 +39,21 @@ options:
     type: list
     elements: str
     default: []
+  quotas:
+    description:
+      - When V(true), also report the account's EC2 vCPU quotas of Trainium instances
+        (C(Running On-Demand Trn instances), L-2C3B7624, and C(All Trn Spot Instance Requests),
+        found by name) and how many vCPUs live Trainium instances outside O(cluster_name) use,
+        as RV(vcpu_quotas).
+    type: bool
+    default: false
+    version_added: 0.4.0
+  cluster_name:
+    description:
+      - With O(quotas=true), the EKS cluster whose own nodes (tag C(eks:cluster-name)) are not
+        counted as used by others.
+    type: str
+    version_added: 0.4.0
   lookup_capacity_reservations:
     description:
       - When V(true) and O(capacity_reservation_ids) is empty, report every
@@ -48,6 +63,7 @@ options:
     default: false
 notes:
   - Needs C(ec2:DescribeInstanceTypes), C(ec2:DescribeInstanceTypeOfferings), C(ec2:DescribeRegions) (only when a type is not offered),
+    C(servicequotas:ListServiceQuotas), C(servicequotas:GetServiceQuota) and C(ec2:DescribeInstances) (with O(quotas=true)),
     C(ec2:DescribeAvailabilityZones) and, for reservations,
     C(ec2:DescribeCapacityReservations).
   - The standard AWS endpoint and credential settings apply (O(endpoint_url),
@@ -81,6 +97,14 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+vcpu_quotas:
+  description:
+    - With O(quotas=true), per purchase option (V(ON_DEMAND), V(SPOT)) the quota's C(code), C(name),
+      C(value) (vCPUs) and C(used_by_others) (vCPUs of live Trainium instances not in O(cluster_name));
+      null for a quota that could not be read.
+  returned: when O(quotas=true)
+  type: dict
+  sample: {"ON_DEMAND": {"code": "L-2C3B7624", "name": "Running On-Demand Trn instances", "value": 256, "used_by_others": 0}}
 instance_types:
   description: One entry per requested instance type, keyed by type.
   returned: always
@@ -242,6 +266,7 @@ capacity_reservations:
 from ansible_collections.amazon.aws.plugins.module_utils.modules import AnsibleAWSModule
 
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_capacity import gather_capacity
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_capacity import gather_quotas
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_common import fail_on_aws_error
 
 
@@ -250,6 +275,8 @@ def main():
         instance_types=dict(type="list", elements="str", required=True),
         capacity_reservation_ids=dict(type="list", elements="str", default=[]),
         lookup_capacity_reservations=dict(type="bool", default=False),
+        quotas=dict(type="bool", default=False),
+        cluster_name=dict(type="str"),
     )
     module = AnsibleAWSModule(argument_spec=argument_spec, supports_check_mode=True)
     if not module.params["instance_types"]:
@@ -261,6 +288,12 @@ def main():
             lookup_reservations=module.params["lookup_capacity_reservations"],
             regional_client=lambda region: module.client("ec2", region=region),
         )
+        if facts is not None and module.params["quotas"]:
+            vcpus = {itype: entry.get("vcpus", 0) for itype, entry in facts["instance_types"].items()}
+            facts["vcpu_quotas"] = fail_on_aws_error(
+                module, gather_quotas, module.client("ec2"), module.client("service-quotas"), module.params["cluster_name"], vcpus)
+            if facts["vcpu_quotas"] is None:
+                return
         if facts is not None:
             module.exit_json(changed=False, **facts)
 

@@ -100,8 +100,8 @@ STATIC_CASES = [
     ("k8s-version-unsupported", "trainium_kubernetes_version", "1.25", ["trainium_kubernetes_version", "1.25", "1.31, 1.32, 1.33, 1.34, 1.35"]),
     ("pools-empty", "trainium_node_pools", [], ["trainium_node_pools: got [] (list)", "a list of 1 to 10 node pools"]),
     ("pool-type-not-trainium", "trainium_node_pools.0.instance_type", "p4d.24xlarge", ["instance_type", "p4d.24xlarge", "trn1.32xlarge"]),
-    ("pool-count-zero", "trainium_node_pools.0.count", 0, ["trainium_node_pools[0].count: got 0 (int)", "an integer from 1 to 100"]),
-    ("pool-count-too-big", "trainium_node_pools.0.count", 101, ["trainium_node_pools[0].count: got 101 (int)", "an integer from 1 to 100"]),
+    ("pool-count-negative", "trainium_node_pools.0.count", -1, ["trainium_node_pools[0].count: got -1 (int)", "an integer from 0 to 100"]),
+    ("pool-count-too-big", "trainium_node_pools.0.count", 101, ["trainium_node_pools[0].count: got 101 (int)", "an integer from 0 to 100"]),
     ("pool-max-below-count", "trainium_node_pools.0.max_count", 1, ["trainium_node_pools[0].max_count: got 1 (int)", "an integer from 2 to 100"]),
     ("pool-capacity-type", "trainium_node_pools.0.capacity_type", "RESERVED", ["capacity_type", "RESERVED", "ON_DEMAND, SPOT, CAPACITY_BLOCK"]),
     ("pool-capacity-block-without-id", "trainium_node_pools.0.capacity_type", "CAPACITY_BLOCK",
@@ -174,6 +174,12 @@ CAPACITY_CASES = [
      ["a reservation for trn1.32xlarge; this one holds trn1n.32xlarge"]),
     ("reservation-cancelled", lambda aws, v: _set_pool(v, capacity_reservation_id=_cancelled_reservation(aws)),
      ["a reservation in state active or scheduled; this one is cancelled"]),
+    ("quota-on-demand", lambda aws, v: _set_pool(v, count=5),
+     ["trainium_node_pools: got 5 x trn1.32xlarge ON_DEMAND = 640 vCPUs; allowed: at most 512 vCPUs, the EC2 quota "
+      "'Running On-Demand Trn instances' (L-2C3B7624) of 512 vCPUs in us-west-2 minus 0 used by other Trainium instances",
+      "--quota-code L-2C3B7624 --desired-value 640 --region us-west-2"]),
+    ("quota-spot", lambda aws, v: _set_pool(v, capacity_type="SPOT"),
+     ["trainium_node_pools: got 2 x trn1.32xlarge SPOT = 256 vCPUs; allowed: at most 0 vCPUs, the EC2 quota 'All Trn Spot Instance Requests'"]),
     ("job-more-nodes-than-pool", lambda aws, v: v["trainium_job"].update(nnodes=3),
      ["trainium_job.nnodes: got 3 (int)", "at most 2, the node count of pool 'trn1'"]),
     ("job-more-workers-than-cores", lambda aws, v: v["trainium_job"].update(nproc_per_node=64),
@@ -199,3 +205,22 @@ def test_capacity_problem_stops_before_anything_is_created(aws, run_playbook, lo
         assert fragment in result.text, f"{fragment!r} not in output:\n{result.output[-3000:]}"
     assert aws.resources() == before
     assert aws.resources()["eks_clusters"] == [] and aws.resources()["launch_templates"] == []
+
+
+def test_quota_counts_the_trainium_instances_others_run(aws, run_playbook, local_vars):
+    """Two trn1.32xlarge of someone else's (256 vCPUs) leave 256 of the rehearsal's 512: 3 more are refused, 2 pass."""
+    ec2 = aws.client("ec2")
+    image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    others = [i["InstanceId"] for i in ec2.run_instances(ImageId=image, InstanceType="trn1.32xlarge", MinCount=2, MaxCount=2)["Instances"]]
+    try:
+        variables = copy.deepcopy(local_vars)
+        _set_pool(variables, count=3)
+        refused = run_playbook(PREFLIGHT, extra_vars={"trainium_node_pools": variables["trainium_node_pools"], **NO_PLACEMENT_GROUPS})
+        assert refused.rc != 0, refused
+        assert "got 3 x trn1.32xlarge ON_DEMAND = 384 vCPUs; allowed: at most 256 vCPUs" in refused.text
+        assert "minus 256 used by other Trainium instances" in refused.text
+        assert "--desired-value 640" in refused.text
+        fits = run_playbook(PREFLIGHT, extra_vars=NO_PLACEMENT_GROUPS)
+        assert fits.rc == 0, fits
+    finally:
+        ec2.terminate_instances(InstanceIds=others)

@@ -16,6 +16,7 @@ an ``install()`` that patches moto and a docstring that lists its additions:
 - moto_ext_fsx.py: the file system lifecycle, UpdateFileSystem, AWS's
   DescribeFileSystems shape, network interfaces.
 - moto_ext_ssm.py: the public SSM parameters of the EKS-optimized AMIs.
+- moto_ext_servicequotas.py: the EC2 vCPU quotas of Trainium instances.
 
 moto_server.py starts moto server after ``install()``.
 """
@@ -25,9 +26,10 @@ from __future__ import annotations
 import moto_ext_ec2
 import moto_ext_eks
 import moto_ext_fsx
+import moto_ext_servicequotas
 import moto_ext_ssm
 
-SERVICES = (moto_ext_ec2, moto_ext_eks, moto_ext_fsx, moto_ext_ssm)
+SERVICES = (moto_ext_ec2, moto_ext_eks, moto_ext_fsx, moto_ext_servicequotas, moto_ext_ssm)
 
 
 def install():

@@ -52,7 +52,8 @@ def facts(ec2_instance_types, ec2_offerings, ec2_zones, ec2_reservations):
 def gather(monkeypatch, facts):
     calls = []
 
-    def fake_gather(client, instance_types, reservation_ids=None, lookup_reservations=False):
+    def fake_gather(client, instance_types, reservation_ids=None, lookup_reservations=False, regional_client=None):
+        assert callable(regional_client)
         calls.append({"client": client, "instance_types": instance_types, "reservation_ids": reservation_ids, "lookup_reservations": lookup_reservations})
         return facts
 
