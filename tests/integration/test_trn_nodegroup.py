@@ -1,8 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright: Contributors to the trainium.eks project
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The trn_nodegroup role (and trainium.eks.eks_nodegroup) against moto server.
+"""The trn_nodegroup role (and trainium.eks.eks_nodegroup) against moto server: in-place updates, an immutable
+difference, absent with foreign node groups.
 
+The role flow (converge, idempotence, check mode, absent) is owned by the Molecule scenario molecule/trn_nodegroup.
 Each test starts from an empty account, builds the role's inputs with boto3
 (VPC, subnets in us-west-2b and us-west-2d, EKS cluster, launch template),
 runs preflight + the role, and asserts on what EKS and IAM then list.
@@ -87,33 +89,6 @@ def _facts(result):
     return json.loads(match.group(1))
 
 
-def test_create_node_group_and_node_role(aws, inputs, role, local_vars):
-    first = role(inputs["vars"])
-    assert first.rc == 0, first
-    assert first.recap["changed"] >= 2
-    eks, iam = aws.client("eks"), aws.client("iam")
-    assert eks.list_nodegroups(clusterName=CLUSTER)["nodegroups"] == [NODEGROUP]
-    group = eks.describe_nodegroup(clusterName=CLUSTER, nodegroupName=NODEGROUP)["nodegroup"]
-    assert group["status"] == "ACTIVE"
-    assert group["scalingConfig"] == {"minSize": 2, "maxSize": 2, "desiredSize": 2}
-    assert group["subnets"] == [inputs["subnets"]["us-west-2b"]]
-    assert group["labels"] == {"trainium.eks/pool": "trn1"}
-    assert group["launchTemplate"]["id"] == inputs["launch_template_id"] and str(group["launchTemplate"]["version"]) == "1"
-    assert group["capacityType"] == "ON_DEMAND"
-    assert group["tags"] == dict(local_vars.get("trainium_tags") or {}, **{"trainium.eks/cluster": CLUSTER, "ManagedBy": "trainium.eks", "Name": NODEGROUP})
-    node_role = iam.get_role(RoleName=NODE_ROLE)["Role"]
-    assert group["nodeRole"] == node_role["Arn"]
-    assert node_role["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {"Service": "ec2.amazonaws.com"}
-    policies = sorted(p["PolicyName"] for p in iam.list_attached_role_policies(RoleName=NODE_ROLE)["AttachedPolicies"])
-    assert policies == ["AmazonEC2ContainerRegistryPullOnly", "AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy"]
-    assert iam.list_role_policies(RoleName=NODE_ROLE)["PolicyNames"] == []
-    facts = _facts(first)
-    assert set(facts) == {"node_role_arn", "nodegroups"}
-    assert set(facts["nodegroups"]["trn1"]) == {"name", "arn", "status", "availability_zone"}
-    assert facts["nodegroups"]["trn1"]["status"] == "ACTIVE" and facts["nodegroups"]["trn1"]["availability_zone"] == "us-west-2b"
-    # The same run again changing nothing is Molecule's idempotence step (molecule/trn_nodegroup).
-
-
 def test_scaling_and_label_changes_update_in_place(aws, inputs, role, local_vars):
     assert role(inputs["vars"]).rc == 0
     eks = aws.client("eks")
@@ -172,22 +147,3 @@ def test_absent_removes_tagged_groups_and_role(aws, inputs, role):
     eks.delete_cluster(name=CLUSTER)
     no_cluster = role({"trn_nodegroup_state": "absent"})
     assert no_cluster.rc == 0 and no_cluster.recap["changed"] == 0, no_cluster
-
-
-def test_check_mode_creates_nothing(aws, inputs, role):
-    result = role(inputs["vars"], args=["--check"])
-    assert result.rc == 0, result
-    assert result.recap["changed"] >= 1
-    assert aws.client("eks").list_nodegroups(clusterName=CLUSTER)["nodegroups"] == []
-    assert NODE_ROLE not in aws.resources()["iam_roles"]
-
-
-def test_check_mode_on_empty_account_does_not_fail(aws, role):
-    # Nothing upstream exists: the network and launch template facts carry null IDs, as in check mode.
-    result = role({
-        "trn_nodegroup_subnets_by_zone": {"us-west-2b": {"private": None}, "us-west-2d": {"private": None}},
-        "trn_nodegroup_launch_templates": {"trn1": {"id": None, "name": NODEGROUP, "version": None}},
-    }, args=["--check"])
-    assert result.rc == 0, result
-    assert "would create node group trn-rehearsal-trn1" in result.text.replace("********", "rehearsal")
-    assert aws.resources()["eks_clusters"] == [] and NODE_ROLE not in aws.resources()["iam_roles"]
