@@ -144,10 +144,5 @@ class ActionModule(ActionBase):
             return result
         result["changed"] = False
         result["msg"] = f"the deployment variables and the variables of {', '.join(roles) or 'no role'} are valid"
-        checked_before = task_vars.get("trainium_checked_roles") or []
-        result["ansible_facts"] = {
-            "trainium_deployment": model,
-            # A role whose variables this run checked does not check them again on entry.
-            "trainium_checked_roles": sorted(set(checked_before) | set(roles)),
-        }
+        result["ansible_facts"] = {"trainium_deployment": model}
         return result

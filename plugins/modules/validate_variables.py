@@ -20,8 +20,6 @@ description:
   - A default that reads a later stage's facts (for example C(network_facts.vpc_id)) is not known yet and
     is left to the role.
   - "Fails with one line per problem, C(<variable>: got <value> (<type>); allowed: <what>), and nothing else."
-  - On success also sets C(trainium_checked_roles), the roles checked so far in the run; each role's own
-    check on entry is skipped for them.
   - On success sets the fact C(trainium_deployment), the normalized deployment - cluster name, region,
     tags, resource names and every node pool with its defaults applied (C(resource_name), C(min_count),
     C(max_count), C(root_volume_size_gib), C(labels), C(taints), C(tags)).
