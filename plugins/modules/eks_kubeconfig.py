@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: eks_kubeconfig
 short_description: Write (or remove) the kubeconfig of an EKS cluster and its token helper, in one call
-version_added: 0.3.0
+version_added: 0.4.0
 description:
   - Writes a kubeconfig (mode C(0600)) for one EKS cluster that holds no token -
     its user runs an exec credential plugin, a Python token helper written

@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: vpc_network_info
 short_description: Read a cluster's VPC network in one call and say whether it is already in place
-version_added: 0.3.0
+version_added: 0.4.0
 description:
   - Reads the VPC named O(vpc_name) with its subnets, internet gateway, the
     Elastic IPs and NAT gateways of the cluster and its route tables, with a
