@@ -27,6 +27,14 @@ UpdateFileSystem, FSx for Lustre user guide):
 * ImportPath / ExportPath (an S3 data repository set at creation) are not
   supported on PERSISTENT_2, which links S3 through data repository
   associations instead.
+* Backups (automatic daily ones, AutomaticBackupRetentionDays 0-90 with a
+  DailyAutomaticBackupStartTime HH:MM in UTC, and the final backup of
+  DeleteFileSystem, LustreConfiguration.SkipFinalBackup false) exist only
+  for persistent file systems that are not linked to an S3 data repository
+  (CreateBackup: "A Persistent deployment type; are not linked to a data
+  repository"). DeleteFileSystem takes no final backup unless asked
+  (SkipFinalBackup defaults to true); the final backup outlives the file
+  system, automatic backups do not.
 """
 
 from __future__ import annotations
@@ -56,6 +64,10 @@ FAILED = "FAILED"
 BUSY_STATES = ("CREATING", "UPDATING")
 
 _MAINTENANCE = re.compile(r"^[1-7]:([01][0-9]|2[0-3]):[0-5][0-9]$")
+_BACKUP_START = re.compile(r"^([01][0-9]|2[0-3]):[0-5][0-9]$")
+MAX_BACKUP_RETENTION_DAYS = 90
+# FinalBackupTags takes at most this many tags.
+MAX_BACKUP_TAGS = 50
 _S3_PATH = re.compile(r"^s3://(?P<bucket>[a-z0-9][a-z0-9.-]{1,61}[a-z0-9])(?P<prefix>/[^\s]*)?$")
 _SUBNET = re.compile(r"^subnet-[0-9a-f]{8,17}$")
 _SECURITY_GROUP = re.compile(r"^sg-[0-9a-f]{8,17}$")
@@ -140,6 +152,8 @@ def validation_errors(params):
     if window is not None and not _MAINTENANCE.match(window):
         errors.append(f"weekly_maintenance_start_time: got {window!r}; allowed: d:HH:MM in UTC, d from 1 (Monday) to 7 (Sunday), for example 7:03:00")
 
+    errors.extend(_backup_errors(params, deployment_type))
+
     subnet = params.get("subnet_id")
     if subnet is not None and not _SUBNET.match(subnet):
         errors.append(f"subnet_id: got {subnet!r}; allowed: a subnet ID such as subnet-0123456789abcdef0")
@@ -175,6 +189,31 @@ def _bucket(path):
     return path[len("s3://"):].split("/", 1)[0]
 
 
+def backups_supported(deployment_type, data_repository):
+    """Whether FSx takes backups of such a file system: persistent, not linked to an S3 data repository."""
+    return deployment_type in PERSISTENT_TYPES and not data_repository
+
+
+def _backup_errors(params, deployment_type):
+    errors = []
+    retention = params.get("automatic_backup_retention_days")
+    start = params.get("daily_automatic_backup_start_time")
+    supported = backups_supported(deployment_type, params.get("data_repository"))
+    why = (f"deployment_type {deployment_type} (FSx keeps no backups of scratch file systems)" if deployment_type not in PERSISTENT_TYPES
+           else "data_repository (FSx keeps no backups of a file system linked to an S3 data repository)")
+    if retention is not None:
+        if not 0 <= retention <= MAX_BACKUP_RETENTION_DAYS:
+            errors.append(f"automatic_backup_retention_days: got {retention}; allowed: 0 (no automatic backups) to {MAX_BACKUP_RETENTION_DAYS} days")
+        elif retention and not supported:
+            errors.append(f"automatic_backup_retention_days: got {retention} with {why}; allowed: 0 or unset")
+    if start is not None:
+        if not _BACKUP_START.match(start):
+            errors.append(f"daily_automatic_backup_start_time: got {start!r}; allowed: HH:MM in UTC, for example 03:00")
+        elif not supported:
+            errors.append(f"daily_automatic_backup_start_time: got {start!r} with {why}; allowed: unset")
+    return errors
+
+
 # ------------------------------------------------------------------ decisions
 
 
@@ -192,6 +231,11 @@ def create_request(params):
         lustre["PerUnitStorageThroughput"] = params["per_unit_storage_throughput"]
     if params.get("weekly_maintenance_start_time"):
         lustre["WeeklyMaintenanceStartTime"] = params["weekly_maintenance_start_time"]
+    retention = params.get("automatic_backup_retention_days")
+    if retention is not None and backups_supported(deployment_type, params.get("data_repository")):
+        lustre["AutomaticBackupRetentionDays"] = retention
+        if retention and params.get("daily_automatic_backup_start_time"):
+            lustre["DailyAutomaticBackupStartTime"] = params["daily_automatic_backup_start_time"]
     repository = params.get("data_repository")
     if repository:
         lustre["ImportPath"] = repository["import_path"]
@@ -287,6 +331,7 @@ def plan_update(current, params, current_security_group_ids=None):
     window = params.get("weekly_maintenance_start_time")
     if window and lustre.get("WeeklyMaintenanceStartTime") and window != lustre["WeeklyMaintenanceStartTime"]:
         update_lustre["WeeklyMaintenanceStartTime"] = window
+    update_lustre.update(_backup_update(lustre, params))
     if wanted_repository and repository.get("AutoImportPolicy") and wanted_repository["auto_import_policy"] != repository["AutoImportPolicy"]:
         update_lustre["AutoImportPolicy"] = wanted_repository["auto_import_policy"]
     if update_lustre:
@@ -298,6 +343,27 @@ def plan_update(current, params, current_security_group_ids=None):
     else:
         tags = common.tag_diff(have_tags, desired_tags(params), params.get("purge_tags", True))
     return common.new_plan(plan["errors"], tags, immutable=plan["immutable"], update=plan["update"])
+
+
+def _backup_update(lustre, params):
+    """The automatic backup settings UpdateFileSystem needs (empty when none differ).
+
+    Only where FSx takes backups; the retention is compared when the file
+    system reports one (AWS reports it for every persistent file system), the
+    start time when backups are (or become) on and it differs.
+    """
+    if not backups_supported(lustre.get("DeploymentType") or params.get("deployment_type"), lustre.get("DataRepositoryConfiguration")):
+        return {}
+    update = {}
+    retention = params.get("automatic_backup_retention_days")
+    have_retention = lustre.get("AutomaticBackupRetentionDays")
+    if retention is not None and have_retention is not None and retention != have_retention:
+        update["AutomaticBackupRetentionDays"] = retention
+    start = params.get("daily_automatic_backup_start_time")
+    effective = retention if retention is not None else have_retention
+    if start and effective and start != lustre.get("DailyAutomaticBackupStartTime"):
+        update["DailyAutomaticBackupStartTime"] = start
+    return update
 
 
 def apply_plan(current, plan):
@@ -366,6 +432,8 @@ def summarize(fs, security_group_ids=None):
         "per_unit_storage_throughput": lustre.get("PerUnitStorageThroughput"),
         "data_compression_type": lustre.get("DataCompressionType"),
         "weekly_maintenance_start_time": lustre.get("WeeklyMaintenanceStartTime"),
+        "automatic_backup_retention_days": lustre.get("AutomaticBackupRetentionDays"),
+        "daily_automatic_backup_start_time": lustre.get("DailyAutomaticBackupStartTime"),
         "file_system_type_version": fs.get("FileSystemTypeVersion"),
         "kms_key_id": fs.get("KmsKeyId"),
         "vpc_id": fs.get("VpcId"),
@@ -424,12 +492,37 @@ def update_file_system(client, file_system_id, update):
     return client.update_file_system(FileSystemId=file_system_id, **update)["FileSystem"]
 
 
-def delete_request(fs):
-    """DeleteFileSystem parameters: no final backup (persistent types only take one)."""
+def final_backup_possible(fs):
+    """Whether FSx can take a final backup of ``fs`` now: a persistent file system, not linked to S3, AVAILABLE."""
+    lustre = fs.get("LustreConfiguration") or {}
+    return backups_supported(lustre.get("DeploymentType"), lustre.get("DataRepositoryConfiguration")) and fs.get("Lifecycle") == AVAILABLE
+
+
+def final_backup_tags(fs, tags=None):
+    """FinalBackupTags: ``tags`` when given, else the file system's own (without aws: ones); at most 50, by key."""
+    if tags is None:
+        tags = {k: v for k, v in boto3_tag_list_to_ansible_dict(fs.get("Tags") or []).items() if not k.startswith("aws:")}
+    return [{"Key": str(k), "Value": str(v)} for k, v in sorted(tags.items())][:MAX_BACKUP_TAGS]
+
+
+def delete_request(fs, final_backup=False, tags=None):
+    """DeleteFileSystem parameters.
+
+    Persistent types say whether to take a final backup: with ``final_backup``
+    when FSx can take one (:func:`final_backup_possible`), tagged with
+    :func:`final_backup_tags`; otherwise SkipFinalBackup. Scratch types take
+    none and get no LustreConfiguration.
+    """
     request = {"FileSystemId": fs["FileSystemId"]}
     deployment_type = (fs.get("LustreConfiguration") or {}).get("DeploymentType")
     if deployment_type in PERSISTENT_TYPES:
-        request["LustreConfiguration"] = {"SkipFinalBackup": True}
+        if final_backup and final_backup_possible(fs):
+            request["LustreConfiguration"] = {"SkipFinalBackup": False}
+            backup_tags = final_backup_tags(fs, tags)
+            if backup_tags:
+                request["LustreConfiguration"]["FinalBackupTags"] = backup_tags
+        else:
+            request["LustreConfiguration"] = {"SkipFinalBackup": True}
     return request
 
 
@@ -449,11 +542,22 @@ def is_busy_error(error):
 
 
 @FsxErrorHandler.deletion_error_handler("delete the FSx for Lustre file system")
-def delete_file_system(client, fs, timeout=0, clock=None, sleep=None):
-    """DeleteFileSystem; a refusal because the file system is busy is retried for ``timeout`` seconds."""
-    request = delete_request(fs)
-    common.retry_in_use(lambda: client.delete_file_system(**request), timeout, in_use=is_busy_error, clock=clock, sleep=sleep)
-    return True
+def delete_file_system(client, fs, timeout=0, clock=None, sleep=None, final_backup=False, tags=None):
+    """DeleteFileSystem (see :func:`delete_request`); a refusal because the file system is busy is retried for ``timeout`` seconds.
+
+    Returns the DeleteFileSystem answer (``LustreResponse.FinalBackupId`` names a final
+    backup), False when the file system is already gone.
+    """
+    request = delete_request(fs, final_backup=final_backup, tags=tags)
+    answer = common.retry_in_use(lambda: client.delete_file_system(**request), timeout, in_use=is_busy_error, clock=clock, sleep=sleep)
+    return answer or {"FileSystemId": fs["FileSystemId"]}
+
+
+def final_backup_id(answer):
+    """The ID of the final backup a DeleteFileSystem answer names, or None."""
+    if not isinstance(answer, dict):
+        return None
+    return (answer.get("LustreResponse") or {}).get("FinalBackupId") or None
 
 
 def wait_until_settled(client, file_system_id, timeout, delay=15, clock=None, sleep=None):

@@ -113,10 +113,16 @@ options:
     default: false
   metadata_hop_limit:
     description:
-      - Hop limit of IMDSv2 responses, 1 to 64. Pods need 2 to reach the
-        instance metadata service through the node.
+      - Hop limit of IMDSv2 responses, 1 to 64.
+      - V(1) (the default) keeps the instance metadata service, and with it the
+        credentials of the node's IAM role, away from pods that do not run in the
+        host network namespace (EKS Best Practices Guide, "Restrict access to the
+        instance profile assigned to the worker node"); pods get AWS credentials
+        from IAM roles for service accounts or EKS Pod Identity instead.
+      - V(2) lets every pod reach the metadata service through the node, and with
+        it the node role's credentials.
     type: int
-    default: 2
+    default: 1
   tags:
     description:
       - Tags of the template itself and of the instances, volumes and network
@@ -246,7 +252,7 @@ def main():
         placement_group_strategy=dict(type="str", choices=["cluster", "partition", "spread"]),
         capacity_reservation_id=dict(type="str"),
         capacity_block=dict(type="bool", default=False),
-        metadata_hop_limit=dict(type="int", default=2),
+        metadata_hop_limit=dict(type="int", default=1),
         tags=dict(type="dict", default={}),
     )
     module = AnsibleAWSModule(

@@ -15,15 +15,17 @@ description:
   - With O(state=present) it creates the file system when none has the name, or brings an
     existing one in line with the options where AWS allows it - a larger storage capacity,
     another throughput per unit of storage, data compression, the maintenance window, the
-    auto-import policy and tags. Differences that AWS cannot change in place (deployment type,
-    subnet, security groups, KMS key, Lustre version, data repository paths) fail the task
-    with a message that lists them; delete and re-create the file system to change those.
+    automatic backup retention and window, the auto-import policy and tags. Differences that
+    AWS cannot change in place (deployment type, subnet, security groups, KMS key, Lustre
+    version, data repository paths) fail the task with a message that lists them; delete and
+    re-create the file system to change those.
   - Storage capacity only grows. A smaller O(storage_capacity) than the file system has fails
     the task and names both values.
   - Only options that are set are compared, and only with fields that C(DescribeFileSystems)
     reports.
-  - With O(state=absent) it deletes the file system with that name (without a final backup)
-    and, with O(wait=true), waits until it is gone. A missing file system is not an error.
+  - With O(state=absent) it deletes the file system with that name, after a final backup when
+    O(final_backup=true) (the default) and FSx can take one, and, with O(wait=true), waits until
+    it is gone. A missing file system is not an error.
     AWS refuses to delete a file system that is C(CREATING) or C(UPDATING) (a run interrupted
     during creation), so the module first waits, whatever O(wait) says and for at most
     O(wait_timeout), until it leaves those states, and retries a delete refused as busy with
@@ -99,6 +101,40 @@ options:
       - Start of the weekly maintenance window, V(d:HH:MM) in UTC, where V(d) is 1 (Monday)
         to 7 (Sunday). Unset lets AWS choose.
     type: str
+  automatic_backup_retention_days:
+    description:
+      - Days FSx keeps the automatic daily backups, 0 (none) to 90. Unset leaves the setting alone
+        (AWS's default for a new file system is 0).
+      - Only for V(PERSISTENT_1) and V(PERSISTENT_2) without O(data_repository); FSx takes no backups
+        of scratch file systems or of file systems linked to an S3 data repository, so a value
+        above 0 fails for those, and 0 is not sent.
+      - Can be changed on an existing file system. Automatic backups are deleted with the file system.
+    type: int
+    version_added: 0.4.0
+  daily_automatic_backup_start_time:
+    description:
+      - Start of the daily automatic backup window, V(HH:MM) in UTC. Unset lets AWS choose.
+      - Only where O(automatic_backup_retention_days) applies; sent only while backups are on.
+    type: str
+    version_added: 0.4.0
+  final_backup:
+    description:
+      - With O(state=absent), have FSx take a final backup before it deletes the file system
+        (C(DeleteFileSystem) C(LustreConfiguration.SkipFinalBackup=false)). The backup outlives
+        the file system (and is billed) until you delete it; RV(final_backup_id) names it.
+      - FSx takes one only of a persistent file system not linked to an S3 data repository that is
+        C(AVAILABLE); any other is deleted without one (a scratch file system has no backups; a
+        C(FAILED) one cannot be backed up).
+      - V(false) deletes without a backup, so the data is gone for good.
+    type: bool
+    default: true
+    version_added: 0.4.0
+  final_backup_tags:
+    description:
+      - Tags of the final backup (at most 50). Unset gives it the file system's own tags
+        (without C(aws:) ones), so it keeps its C(Name) and cluster tags.
+    type: dict
+    version_added: 0.4.0
   data_repository:
     description:
       - Link an S3 bucket (prefix) to the root of the file system, set with C(ImportPath),
@@ -151,7 +187,8 @@ options:
     default: 1800
 notes:
   - Needs C(fsx:DescribeFileSystems), C(fsx:CreateFileSystem), C(fsx:UpdateFileSystem),
-    C(fsx:DeleteFileSystem), C(fsx:TagResource), C(fsx:UntagResource),
+    C(fsx:DeleteFileSystem), C(fsx:TagResource), C(fsx:UntagResource), C(fsx:CreateBackup) (the final
+    backup; AWS asks for it when C(SkipFinalBackup) is false),
     C(ec2:DescribeNetworkInterfaces) and the EC2 permissions FSx needs to create network
     interfaces in the subnet (see the FSx for Lustre user guide); C(s3) access for a data repository.
   - Names are not unique in FSx. Two live file systems with the same C(Name) tag fail the task.
@@ -162,12 +199,14 @@ extends_documentation_fragment:
 """
 
 EXAMPLES = r"""
-- name: Create a 1.2 TiB persistent file system for training data
+- name: Create a 1.2 TiB persistent file system for training data, with a week of daily backups
   trainium.eks.fsx_lustre:
     name: trn-rehearsal-data
     deployment_type: PERSISTENT_1
     storage_capacity: 1200
     per_unit_storage_throughput: 200
+    automatic_backup_retention_days: 7
+    daily_automatic_backup_start_time: "03:00"
     subnet_id: subnet-0123456789abcdef0
     security_group_ids: [sg-0123456789abcdef0]
     tags:
@@ -196,11 +235,23 @@ EXAMPLES = r"""
       import_path: s3://my-datasets/wikicorpus
     wait: true
 
-- name: Delete it and wait until it is gone
+- name: Delete it and wait until it is gone (scratch - no final backup)
   trainium.eks.fsx_lustre:
     name: scratch-cache
     state: absent
     wait: true
+
+- name: Delete the persistent one after a final backup
+  trainium.eks.fsx_lustre:
+    name: trn-rehearsal-data
+    state: absent
+    final_backup: true
+  register: deleted
+
+- name: Say which backup holds the data now
+  ansible.builtin.debug:
+    msg: "final backup {{ deleted.final_backup_id }}"
+  when: deleted.final_backup_id
 """
 
 RETURN = r"""
@@ -259,6 +310,14 @@ file_system:
     weekly_maintenance_start_time:
       description: Maintenance window start, C(d:HH:MM) UTC.
       type: str
+    automatic_backup_retention_days:
+      description: Days automatic backups are kept (0 - none); null when AWS reports none (scratch).
+      type: int
+      sample: 7
+    daily_automatic_backup_start_time:
+      description: Start of the daily backup window, C(HH:MM) UTC.
+      type: str
+      sample: "03:00"
     file_system_type_version:
       description: Lustre version.
       type: str
@@ -302,6 +361,13 @@ file_system:
     tags:
       description: Tags of the file system.
       type: dict
+final_backup_id:
+  description:
+    - ID of the final backup FSx takes before it deletes the file system; null when none was asked,
+      none was possible, or nothing was deleted.
+  returned: with O(state=absent)
+  type: str
+  sample: backup-0123456789abcdef0
 immutable_differences:
   description:
     - Differences between the options and the file system that AWS cannot change in place.
@@ -464,12 +530,12 @@ class FsxLustre:
                 for fs in deleting:
                     fsx.wait_for(self.client, fs["FileSystemId"], self.params["wait_timeout"], gone=True)
                 deleting = []
-            self.exit(deleting[0] if deleting else None)
+            self.exit(deleting[0] if deleting else None, final_backup_id=None)
             return
         self.changed = True
         self.diff["before"] = self.summary(current)
         if self.module.check_mode:
-            self.exit(current)
+            self.exit(current, final_backup_id=None)
             return
         fs_id = current["FileSystemId"]
         timeout = self.params["wait_timeout"]
@@ -479,16 +545,29 @@ class FsxLustre:
             # wait that out whatever wait says (a run interrupted during creation).
             settled = fsx.wait_until_settled(self.client, fs_id, timeout)
             if settled is None:
-                self.exit(dict(current, Lifecycle=fsx.DELETING))
+                self.exit(dict(current, Lifecycle=fsx.DELETING), final_backup_id=None)
                 return
             current = settled
+        backup_id = None
         if current.get("Lifecycle") != fsx.DELETING:
-            fsx.delete_file_system(self.client, current, timeout=max(0, deadline - time.monotonic()))
+            if self.params["final_backup"] and not fsx.final_backup_possible(current):
+                self._warn_no_final_backup(current)
+            answer = fsx.delete_file_system(self.client, current, timeout=max(0, deadline - time.monotonic()),
+                                            final_backup=self.params["final_backup"], tags=self.params.get("final_backup_tags"))
+            backup_id = fsx.final_backup_id(answer)
         gone = dict(current, Lifecycle=fsx.DELETING)
         if self.params["wait"]:
             for fs in [current] + deleting:
                 fsx.wait_for(self.client, fs["FileSystemId"], self.params["wait_timeout"], gone=True)
-        self.exit(gone)
+        self.exit(gone, final_backup_id=backup_id)
+
+    def _warn_no_final_backup(self, fs):
+        lustre = fs.get("LustreConfiguration") or {}
+        if lustre.get("DeploymentType") not in fsx.PERSISTENT_TYPES:
+            return  # scratch: nothing to keep, nothing to say
+        reason = ("it is linked to an S3 data repository" if lustre.get("DataRepositoryConfiguration")
+                  else f"it is {fs.get('Lifecycle')}, not AVAILABLE")
+        self.module.warn(f"FSx file system {fs['FileSystemId']} ({self.params['name']}) is deleted without a final backup: {reason}")
 
 
 def main():
@@ -504,6 +583,10 @@ def main():
         data_compression_type=dict(type="str", default="LZ4", choices=list(fsx.COMPRESSION_TYPES)),
         kms_key_id=dict(type="str"),
         weekly_maintenance_start_time=dict(type="str"),
+        automatic_backup_retention_days=dict(type="int"),
+        daily_automatic_backup_start_time=dict(type="str"),
+        final_backup=dict(type="bool", default=True),
+        final_backup_tags=dict(type="dict"),
         data_repository=dict(
             type="dict",
             options=dict(

@@ -36,6 +36,20 @@ trainium.eks.fsx_lustre and keeps the shapes of the FSx API reference.
    nothing and creates no interface. Here CreateFileSystem checks the subnet
    and the groups, creates one requester-managed interface in the subnet with
    the groups, and DeleteFileSystem deletes it.
+4. Backups. moto stores the CreateFileSystem LustreConfiguration as given
+   and ignores DeleteFileSystem's. As AWS documents (CreateFileSystem,
+   UpdateFileSystem, DeleteFileSystemLustreConfiguration, CreateBackup):
+   a persistent file system reports AutomaticBackupRetentionDays (0 when
+   the request had none); automatic backups (a retention above 0, a
+   DailyAutomaticBackupStartTime) and final backups are refused
+   (BadRequest) for scratch types and for a file system linked to an S3
+   data repository; UpdateFileSystem changes AutomaticBackupRetentionDays
+   and DailyAutomaticBackupStartTime; DeleteFileSystem with
+   LustreConfiguration.SkipFinalBackup false (the default is true) keeps
+   a final backup of the file system (FSx backup, AVAILABLE, type
+   USER_INITIATED, tagged with FinalBackupTags, its FileSystem described
+   by ID, type, capacity and deployment type) that outlives it and
+   answers LustreResponse.FinalBackupId / FinalBackupTags.
 """
 
 from __future__ import annotations
@@ -50,7 +64,9 @@ from moto.core.exceptions import JsonRESTError
 from moto_ext_ec2 import ec2_backend
 
 _REPOSITORY_KEYS = ("ImportPath", "ExportPath", "AutoImportPolicy", "ImportedFileChunkSize")
-_UPDATABLE = ("PerUnitStorageThroughput", "DataCompressionType", "WeeklyMaintenanceStartTime", "AutoImportPolicy")
+_UPDATABLE = ("PerUnitStorageThroughput", "DataCompressionType", "WeeklyMaintenanceStartTime", "AutoImportPolicy",
+              "AutomaticBackupRetentionDays", "DailyAutomaticBackupStartTime")
+_BACKUP_KEYS = ("AutomaticBackupRetentionDays", "DailyAutomaticBackupStartTime")
 _PERSISTENT = ("PERSISTENT_1", "PERSISTENT_2")
 
 
@@ -86,6 +102,8 @@ def _lustre_to_dict(original):
             repository["Lifecycle"] = "AVAILABLE"
             lustre["DataRepositoryConfiguration"] = repository
         lustre["MountName"] = self.__dict__.setdefault("_trainium_mount_name", uuid.uuid4().hex[:8])
+        if lustre.get("DeploymentType") in _PERSISTENT:
+            lustre.setdefault("AutomaticBackupRetentionDays", 0)
         answer["LustreConfiguration"] = lustre
         version = getattr(self, "_trainium_type_version", None)
         if version:
@@ -119,8 +137,22 @@ def _network(backend, subnet_ids, group_ids):
     return ec2, subnet
 
 
+def _backup_refusal(lustre):
+    """Why FSx takes no backups of a file system with this LustreConfiguration (None when it does)."""
+    if lustre.get("DeploymentType") not in _PERSISTENT:
+        return f"Backups are not supported for {lustre.get('DeploymentType')} file systems."
+    if any(lustre.get(key) for key in _REPOSITORY_KEYS):
+        return "Backups are not supported for file systems linked to a data repository."
+    return None
+
+
 def _create_with_network(original):
     def create_file_system(self, *args, **kwargs):
+        lustre = kwargs.get("lustre_configuration") or {}
+        if kwargs.get("file_system_type") == "LUSTRE" and any(lustre.get(key) for key in _BACKUP_KEYS):
+            refusal = _backup_refusal(lustre)
+            if refusal:
+                raise BadRequest(refusal)
         ec2, subnet = _network(self, kwargs.get("subnet_ids"), kwargs.get("security_group_ids"))
         file_system = original(self, *args, **kwargs)
         # pylint: disable=protected-access
@@ -136,12 +168,55 @@ def _create_with_network(original):
     return create_file_system
 
 
+def _final_backup(backend, file_system, request):
+    """The final backup DeleteFileSystem takes when SkipFinalBackup is false; None when skipped."""
+    from moto.fsx.models import Backup  # pylint: disable=import-outside-toplevel
+
+    request = request or {}
+    if request.get("SkipFinalBackup", True) or file_system is None or file_system.file_system_type != "LUSTRE":
+        return None
+    refusal = _backup_refusal(file_system.lustre_configuration or {})
+    if refusal:
+        raise BadRequest(refusal)
+    backup = Backup(backend.account_id, backend.region_name, file_system.file_system_id, None, None,
+                    request.get("FinalBackupTags") or None, backend)
+    backup.lifecycle = "AVAILABLE"
+    # pylint: disable=protected-access
+    backup._trainium_type = "USER_INITIATED"
+    lustre = file_system.lustre_configuration or {}
+    backup._trainium_file_system = {
+        "FileSystemId": file_system.file_system_id, "FileSystemType": "LUSTRE", "StorageCapacity": file_system.storage_capacity,
+        "StorageType": file_system.storage_type, "LustreConfiguration": {"DeploymentType": lustre.get("DeploymentType")},
+    }
+    backend.backups[backup.backup_id] = backup
+    return backup
+
+
+def _backup_to_dict(original):
+    def to_dict(self):
+        answer = original(self)
+        # pylint: disable=protected-access
+        if getattr(self, "_trainium_type", None):
+            answer["Type"] = self._trainium_type
+            answer["FileSystem"] = self._trainium_file_system
+        return answer
+
+    return to_dict
+
+
 def _delete_with_network(original):
     def delete_file_system(self, file_system_id, *args, **kwargs):
         file_system = self.file_systems.get(file_system_id)
+        backup = _final_backup(self, file_system, kwargs.get("lustre_configuration"))
         answer = original(self, file_system_id, *args, **kwargs)
         for eni_id in getattr(file_system, "_trainium_enis", []):
             ec2_backend(self).enis.pop(eni_id, None)
+        if file_system is not None and file_system.file_system_type == "LUSTRE":
+            # AWS's member names (moto answers FinalBackUpId, which boto3 drops).
+            lustre_response = {}
+            if backup is not None:
+                lustre_response = {"FinalBackupId": backup.backup_id, "FinalBackupTags": self.list_tags_for_resource(backup.resource_arn)}
+            answer = (answer[0], answer[1], answer[2], lustre_response, answer[4])
         return answer
 
     return delete_file_system
@@ -172,6 +247,8 @@ def update_file_system(self):
         raise BadRequest(f"PerUnitStorageThroughput can only be updated for persistent SSD file systems, not {deployment_type}.")
     if "AutoImportPolicy" in changes and not lustre.get("ImportPath"):
         raise BadRequest("AutoImportPolicy can only be updated for a file system linked to a data repository.")
+    if any(changes.get(key) for key in _BACKUP_KEYS) and _backup_refusal(lustre):
+        raise BadRequest(_backup_refusal(lustre))
     if capacity is not None:
         file_system.storage_capacity = capacity
     lustre.update(changes)
@@ -180,11 +257,12 @@ def update_file_system(self):
 
 
 def install():
-    from moto.fsx.models import FileSystem, FSxBackend  # pylint: disable=import-outside-toplevel
+    from moto.fsx.models import Backup, FileSystem, FSxBackend  # pylint: disable=import-outside-toplevel
     from moto.fsx.responses import FSxResponse  # pylint: disable=import-outside-toplevel
 
     # The lifecycle first: the Lustre shape wraps what it answers.
     FileSystem.to_dict = _lustre_to_dict(_fsx_to_dict(FileSystem.to_dict))
     FSxBackend.create_file_system = _create_with_network(FSxBackend.create_file_system)
     FSxBackend.delete_file_system = _delete_with_network(FSxBackend.delete_file_system)
+    Backup.to_dict = _backup_to_dict(Backup.to_dict)
     FSxResponse.update_file_system = update_file_system

@@ -32,6 +32,8 @@ PARAMS = {
     "data_compression_type": "LZ4",
     "kms_key_id": None,
     "weekly_maintenance_start_time": None,
+    "automatic_backup_retention_days": None,
+    "daily_automatic_backup_start_time": None,
     "data_repository": None,
     "tags": {"trainium.eks/cluster": "trn-rehearsal", "ManagedBy": "trainium.eks"},
     "purge_tags": True,
@@ -378,6 +380,105 @@ def test_delete_request_skips_final_backup_only_for_persistent():
     scratch = existing()
     scratch["LustreConfiguration"]["DeploymentType"] = "SCRATCH_2"
     assert fsx.delete_request(scratch) == {"FileSystemId": FS_ID}
+    assert fsx.delete_request(scratch, final_backup=True) == {"FileSystemId": FS_ID}
+
+
+FS_TAGS = [{"Key": "ManagedBy", "Value": "trainium.eks"}, {"Key": "Name", "Value": "trn-rehearsal-data"},
+           {"Key": "trainium.eks/cluster", "Value": "trn-rehearsal"}]
+
+
+def test_final_backup_of_an_available_persistent_file_system_carries_its_tags():
+    fs = existing()
+    fs["Tags"].append({"Key": "aws:cloudformation:stack-name", "Value": "not ours"})
+    assert fsx.final_backup_possible(fs)
+    assert fsx.delete_request(fs, final_backup=True) == {
+        "FileSystemId": FS_ID, "LustreConfiguration": {"SkipFinalBackup": False, "FinalBackupTags": FS_TAGS}}
+    assert fsx.delete_request(fs, final_backup=True, tags={"keep": "yes"}) == {
+        "FileSystemId": FS_ID, "LustreConfiguration": {"SkipFinalBackup": False, "FinalBackupTags": [{"Key": "keep", "Value": "yes"}]}}
+    many = {f"k{i:02d}": "v" for i in range(60)}
+    assert len(fsx.final_backup_tags(fs, many)) == fsx.MAX_BACKUP_TAGS
+
+
+@pytest.mark.parametrize("why", ["failed", "data repository"])
+def test_no_final_backup_where_fsx_cannot_take_one(why):
+    fs = existing(Lifecycle="FAILED") if why == "failed" else existing()
+    if why == "data repository":
+        fs["LustreConfiguration"]["DataRepositoryConfiguration"] = {"ImportPath": "s3://bucket", "Lifecycle": "AVAILABLE"}
+    assert not fsx.final_backup_possible(fs)
+    assert fsx.delete_request(fs, final_backup=True) == {"FileSystemId": FS_ID, "LustreConfiguration": {"SkipFinalBackup": True}}
+
+
+def test_final_backup_id_comes_from_the_lustre_response():
+    assert fsx.final_backup_id({"FileSystemId": FS_ID, "LustreResponse": {"FinalBackupId": "backup-0123456789abcdef0"}}) == "backup-0123456789abcdef0"
+    assert fsx.final_backup_id({"FileSystemId": FS_ID, "LustreResponse": {}}) is None
+    assert fsx.final_backup_id({"FileSystemId": FS_ID}) is None
+    assert fsx.final_backup_id(False) is None
+
+
+# ------------------------------------------------------------------ automatic backups
+
+
+def test_backups_are_requested_for_persistent_types_only():
+    lustre = fsx.create_request(params(automatic_backup_retention_days=7, daily_automatic_backup_start_time="03:00"))["LustreConfiguration"]
+    assert (lustre["AutomaticBackupRetentionDays"], lustre["DailyAutomaticBackupStartTime"]) == (7, "03:00")
+    off = fsx.create_request(params(automatic_backup_retention_days=0, daily_automatic_backup_start_time="03:00"))["LustreConfiguration"]
+    assert off["AutomaticBackupRetentionDays"] == 0 and "DailyAutomaticBackupStartTime" not in off
+    unset = fsx.create_request(params())["LustreConfiguration"]
+    assert "AutomaticBackupRetentionDays" not in unset
+    scratch = fsx.create_request(params(deployment_type="SCRATCH_2", per_unit_storage_throughput=None, automatic_backup_retention_days=0))
+    assert "AutomaticBackupRetentionDays" not in scratch["LustreConfiguration"]
+    linked = fsx.create_request(params(automatic_backup_retention_days=0, data_repository={"import_path": "s3://bucket", "auto_import_policy": "NONE"}))
+    assert "AutomaticBackupRetentionDays" not in linked["LustreConfiguration"]
+    planned = fsx.summarize(fsx.planned_file_system(params(automatic_backup_retention_days=7)))
+    assert planned["automatic_backup_retention_days"] == 7
+
+
+@pytest.mark.parametrize("changes, error", [
+    ({"automatic_backup_retention_days": 91}, "automatic_backup_retention_days: got 91; allowed: 0 (no automatic backups) to 90 days"),
+    ({"automatic_backup_retention_days": -1}, "automatic_backup_retention_days: got -1; allowed: 0 (no automatic backups) to 90 days"),
+    ({"automatic_backup_retention_days": 7, "deployment_type": "SCRATCH_2", "per_unit_storage_throughput": None},
+     "automatic_backup_retention_days: got 7 with deployment_type SCRATCH_2 (FSx keeps no backups of scratch file systems); allowed: 0 or unset"),
+    ({"automatic_backup_retention_days": 7, "data_repository": {"import_path": "s3://bucket", "auto_import_policy": "NONE"}},
+     "automatic_backup_retention_days: got 7 with data_repository (FSx keeps no backups of a file system linked to an S3 data repository); "
+     "allowed: 0 or unset"),
+    ({"daily_automatic_backup_start_time": "3:00"}, "daily_automatic_backup_start_time: got '3:00'; allowed: HH:MM in UTC, for example 03:00"),
+    ({"daily_automatic_backup_start_time": "24:00"}, "daily_automatic_backup_start_time: got '24:00'; allowed: HH:MM in UTC, for example 03:00"),
+    ({"daily_automatic_backup_start_time": "03:00", "deployment_type": "SCRATCH_2", "per_unit_storage_throughput": None},
+     "daily_automatic_backup_start_time: got '03:00' with deployment_type SCRATCH_2 (FSx keeps no backups of scratch file systems); allowed: unset"),
+])
+def test_backup_options_refused(changes, error):
+    assert fsx.validation_errors(params(**changes)) == [error]
+
+
+def test_backup_options_allowed():
+    assert fsx.validation_errors(params(automatic_backup_retention_days=90, daily_automatic_backup_start_time="23:59")) == []
+    assert fsx.validation_errors(params(automatic_backup_retention_days=0)) == []
+    assert fsx.validation_errors(params(deployment_type="SCRATCH_2", per_unit_storage_throughput=None, automatic_backup_retention_days=0)) == []
+
+
+def test_backup_retention_and_window_are_updated_in_place():
+    fs = existing()
+    fs["LustreConfiguration"]["AutomaticBackupRetentionDays"] = 0
+    plan = fsx.plan_update(fs, params(automatic_backup_retention_days=7, daily_automatic_backup_start_time="03:00"), [GROUP])
+    assert plan["update"] == {"LustreConfiguration": {"AutomaticBackupRetentionDays": 7, "DailyAutomaticBackupStartTime": "03:00"}}
+    assert plan["changed"] and not plan["immutable"]
+    after = fsx.summarize(fsx.apply_plan(fs, plan))
+    assert (after["automatic_backup_retention_days"], after["daily_automatic_backup_start_time"]) == (7, "03:00")
+
+    fs["LustreConfiguration"].update(AutomaticBackupRetentionDays=7, DailyAutomaticBackupStartTime="05:30")
+    assert not fsx.plan_update(fs, params(automatic_backup_retention_days=7), [GROUP])["changed"]  # AWS's window kept
+    assert fsx.plan_update(fs, params(automatic_backup_retention_days=7, daily_automatic_backup_start_time="03:00"), [GROUP])["update"] == {
+        "LustreConfiguration": {"DailyAutomaticBackupStartTime": "03:00"}}
+    assert fsx.plan_update(fs, params(automatic_backup_retention_days=0, daily_automatic_backup_start_time="03:00"), [GROUP])["update"] == {
+        "LustreConfiguration": {"AutomaticBackupRetentionDays": 0}}
+
+
+def test_backup_settings_left_alone_where_unknown_or_unsupported():
+    fs = existing()  # reports no AutomaticBackupRetentionDays
+    assert not fsx.plan_update(fs, params(automatic_backup_retention_days=7), [GROUP])["changed"]
+    linked = existing()
+    linked["LustreConfiguration"].update(AutomaticBackupRetentionDays=0, DataRepositoryConfiguration={"ImportPath": "s3://bucket"})
+    assert not fsx.plan_update(linked, params(automatic_backup_retention_days=7), [GROUP])["update"]
 
 
 # ------------------------------------------------------------------ AWS calls
@@ -450,7 +551,7 @@ def test_delete_sends_skip_final_backup_and_tolerates_missing(client):
                          {"FileSystemId": FS_ID, "LustreConfiguration": {"SkipFinalBackup": True}})
     stubber.add_client_error("delete_file_system", "FileSystemNotFound", "gone", 400,
                              {"FileSystemId": FS_ID, "LustreConfiguration": {"SkipFinalBackup": True}})
-    assert fsx.delete_file_system(conn, existing()) is True
+    assert fsx.delete_file_system(conn, existing())["Lifecycle"] == "DELETING"
     assert fsx.delete_file_system(conn, existing()) is False
 
 
@@ -508,7 +609,7 @@ def test_creating_file_system_is_polled_until_available_then_deleted(client):
     slept = []
     fs = fsx.wait_until_settled(conn, FS_ID, 600, delay=15, clock=lambda: 0, sleep=slept.append)
     assert fs["Lifecycle"] == "AVAILABLE" and slept == [15, 15]
-    assert fsx.delete_file_system(conn, fs, timeout=600, sleep=pytest.fail) is True
+    assert fsx.delete_file_system(conn, fs, timeout=600, sleep=pytest.fail)["Lifecycle"] == "DELETING"
 
 
 @pytest.mark.parametrize("lifecycle", ["AVAILABLE", "FAILED", "MISCONFIGURED", "DELETING"])
@@ -537,7 +638,7 @@ def test_busy_delete_is_retried_with_backoff(client, code, message):
     stubber.add_client_error("delete_file_system", code, message, expected_params={"FileSystemId": FS_ID})
     stubber.add_response("delete_file_system", {"FileSystemId": FS_ID, "Lifecycle": "DELETING"}, {"FileSystemId": FS_ID})
     slept = []
-    assert fsx.delete_file_system(conn, {"FileSystemId": FS_ID}, timeout=600, clock=lambda: 0, sleep=slept.append) is True
+    assert fsx.delete_file_system(conn, {"FileSystemId": FS_ID}, timeout=600, clock=lambda: 0, sleep=slept.append)["Lifecycle"] == "DELETING"
     assert slept == [5, 10]
 
 

@@ -84,7 +84,7 @@ def test_check_mode_on_a_missing_template_reports_create_with_diff(capsys, stubb
 
 
 def test_unchanged_template_returns_its_ids_and_no_change(capsys, stubbed):
-    data = lt.build_launch_template_data(dict(_args(), root_volume_size=500, metadata_hop_limit=2))
+    data = lt.build_launch_template_data(dict(_args(), root_volume_size=500, metadata_hop_limit=1))
     stubbed["plan"] = [
         ("describe_launch_templates", {"LaunchTemplates": [TEMPLATE]}, {"LaunchTemplateNames": [NAME]}),
         ("describe_launch_template_versions", {"LaunchTemplateVersions": [{"LaunchTemplateData": data}]},
@@ -121,7 +121,7 @@ def test_present_needs_efa_interfaces(capsys, stubbed):
 
 
 def test_instance_type_added_to_an_existing_template_makes_a_new_default_version(capsys, stubbed):
-    without = lt.build_launch_template_data(dict(_args(), root_volume_size=500, metadata_hop_limit=2))
+    without = lt.build_launch_template_data(dict(_args(), root_volume_size=500, metadata_hop_limit=1))
     wanted = dict(without, InstanceType="trn1.32xlarge")
     stubbed["plan"] = [
         ("describe_launch_templates", {"LaunchTemplates": [TEMPLATE]}, {"LaunchTemplateNames": [NAME]}),
@@ -140,3 +140,26 @@ def test_instance_type_added_to_an_existing_template_makes_a_new_default_version
     assert result["launch_template"]["default_version"] == 2
     assert "InstanceType" not in result["diff"]["before"]
     assert result["diff"]["after"]["InstanceType"] == "trn1.32xlarge"
+
+
+def test_default_hop_limit_is_1_and_replaces_the_old_default_2(capsys, stubbed):
+    """IMDSv2 tokens required and hop limit 1: pods outside the host network cannot reach the node role's credentials."""
+    old = lt.build_launch_template_data(dict(_args(), root_volume_size=500, metadata_hop_limit=2))
+    wanted = lt.build_launch_template_data(dict(_args(), root_volume_size=500, metadata_hop_limit=1))
+    assert wanted["MetadataOptions"] == {"HttpTokens": "required", "HttpPutResponseHopLimit": 1, "HttpEndpoint": "enabled"}
+    stubbed["plan"] = [
+        ("describe_launch_templates", {"LaunchTemplates": [TEMPLATE]}, {"LaunchTemplateNames": [NAME]}),
+        ("describe_launch_template_versions", {"LaunchTemplateVersions": [{"LaunchTemplateData": old}]},
+         {"LaunchTemplateId": "lt-0123456789abcdef0", "Versions": ["$Default"]}),
+        ("create_launch_template_version", {"LaunchTemplateVersion": {"VersionNumber": 2}},
+         {"LaunchTemplateId": "lt-0123456789abcdef0", "LaunchTemplateData": wanted}),
+        ("modify_launch_template", {"LaunchTemplate": dict(TEMPLATE, DefaultVersionNumber=2, LatestVersionNumber=2)},
+         {"LaunchTemplateId": "lt-0123456789abcdef0", "DefaultVersion": "2"}),
+        ("describe_launch_templates", {"LaunchTemplates": [dict(TEMPLATE, DefaultVersionNumber=2, LatestVersionNumber=2)]},
+         {"LaunchTemplateNames": [NAME]}),
+    ]
+    rc, result = _run(capsys, _args(_ansible_diff=True))
+    assert rc == 0, result
+    assert result["changed"] is True
+    assert result["diff"]["before"]["MetadataOptions"]["HttpPutResponseHopLimit"] == 2
+    assert result["diff"]["after"]["MetadataOptions"]["HttpPutResponseHopLimit"] == 1

@@ -270,10 +270,14 @@ def test_absent_missing_is_unchanged(capsys, aws):
     assert result["file_system"] == {}
 
 
-def test_absent_deletes_and_waits(capsys, aws):
+FINAL_BACKUP = {"SkipFinalBackup": False, "FinalBackupTags": [{"Key": "Name", "Value": NAME}, {"Key": "trainium.eks/cluster", "Value": "trn-rehearsal"}]}
+
+
+def test_absent_deletes_after_a_final_backup_and_waits(capsys, aws):
     aws["plan"]["fsx"] = [
         _list(existing()),
-        ("delete_file_system", {"FileSystemId": FS_ID, "Lifecycle": "DELETING"}, {"FileSystemId": FS_ID, "LustreConfiguration": {"SkipFinalBackup": True}}),
+        ("delete_file_system", {"FileSystemId": FS_ID, "Lifecycle": "DELETING", "LustreResponse": {"FinalBackupId": "backup-0123456789abcdef0"}},
+         {"FileSystemId": FS_ID, "LustreConfiguration": FINAL_BACKUP}),
         _one(existing(Lifecycle="DELETING")),
         ("describe_file_systems", ("error", "FileSystemNotFound"), {"FileSystemIds": [FS_ID]}),
     ]
@@ -283,6 +287,34 @@ def test_absent_deletes_and_waits(capsys, aws):
     assert result["changed"] is True
     assert result["file_system"]["lifecycle"] == "DELETING"
     assert result["diff"]["before"]["file_system_id"] == FS_ID
+    assert result["final_backup_id"] == "backup-0123456789abcdef0"
+
+
+def test_absent_without_final_backup_when_told(capsys, aws):
+    aws["plan"]["fsx"] = [
+        _list(existing()),
+        ("delete_file_system", {"FileSystemId": FS_ID, "Lifecycle": "DELETING"}, {"FileSystemId": FS_ID, "LustreConfiguration": {"SkipFinalBackup": True}}),
+    ]
+    aws["plan"]["ec2"] = [ENIS]
+    rc, result = _run(capsys, dict(CONNECTION, name=NAME, state="absent", final_backup=False))
+    assert rc == 0, result
+    assert result["changed"] is True and result["final_backup_id"] is None
+    assert not result.get("warnings")
+
+
+def test_present_sends_the_backup_settings(capsys, aws):
+    created = existing(Lifecycle="CREATING")
+    created["LustreConfiguration"].update(AutomaticBackupRetentionDays=7, DailyAutomaticBackupStartTime="03:00")
+    request = trainium_fsx.create_request(dict(ARGS, file_system_type_version="2.15", data_compression_type="LZ4", kms_key_id=None,
+                                               weekly_maintenance_start_time=None, data_repository=None,
+                                               automatic_backup_retention_days=7, daily_automatic_backup_start_time="03:00"))
+    assert request["LustreConfiguration"]["AutomaticBackupRetentionDays"] == 7
+    aws["plan"]["fsx"] = [_list(OTHER), ("create_file_system", {"FileSystem": created}, request)]
+    aws["plan"]["ec2"] = [ENIS]
+    rc, result = _run(capsys, dict(ARGS, automatic_backup_retention_days=7, daily_automatic_backup_start_time="03:00"))
+    assert rc == 0, result
+    assert result["changed"] is True
+    assert (result["file_system"]["automatic_backup_retention_days"], result["file_system"]["daily_automatic_backup_start_time"]) == (7, "03:00")
 
 
 def test_absent_check_mode_deletes_nothing(capsys, aws):
@@ -311,8 +343,8 @@ def test_aws_error_fails_with_its_code(capsys, aws):
 
 
 def test_absent_waits_out_creating_without_wait_then_deletes(capsys, aws):
-    """A run interrupted during creation: the teardown (wait=false) polls CREATING until AVAILABLE, then deletes."""
-    delete = {"FileSystemId": FS_ID, "LustreConfiguration": {"SkipFinalBackup": True}}
+    """A run interrupted during creation: the teardown (wait=false) polls CREATING until AVAILABLE, then deletes after a final backup."""
+    delete = {"FileSystemId": FS_ID, "LustreConfiguration": FINAL_BACKUP}
     aws["plan"]["fsx"] = [
         _list(existing(Lifecycle="CREATING")),
         _one(existing(Lifecycle="CREATING")),
@@ -336,10 +368,13 @@ def test_absent_of_a_failed_file_system_deletes_it_without_waiting(capsys, aws):
     rc, result = _run(capsys, dict(CONNECTION, name=NAME, state="absent"))
     assert rc == 0, result
     assert result["changed"] is True
+    # A FAILED file system cannot be backed up: deleted without, and the run says so.
+    assert result["final_backup_id"] is None
+    assert "without a final backup: it is FAILED, not AVAILABLE" in json.dumps(result["warnings"])
 
 
 def test_absent_other_delete_errors_are_not_retried(capsys, aws):
-    delete = {"FileSystemId": FS_ID, "LustreConfiguration": {"SkipFinalBackup": True}}
+    delete = {"FileSystemId": FS_ID, "LustreConfiguration": FINAL_BACKUP}
     aws["plan"]["fsx"] = [
         _list(existing()),
         ("delete_file_system", ("error", "BadRequest", "Backups are not supported for this file system"), delete),

@@ -1,0 +1,204 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the trainium.eks project
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The secure defaults of docs/security.md, read back from the rehearsal.
+
+Each row of the table in docs/security.md names the test here that backs it.
+The roles run with their defaults (only the kubeconfig path, the access check
+through the shared kube-apiserver and the polling delays are set), and every
+assertion is made on what moto lists afterwards, not on what the roles say.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import pathlib
+import stat
+import subprocess
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+CLUSTER = "trn-rehearsal"
+LOG_GROUP = f"/aws/eks/{CLUSTER}/cluster"
+ALL_LOG_TYPES = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
+
+INFRASTRUCTURE = """
+- name: The AWS roles with their defaults
+  hosts: trainium
+  gather_facts: false
+  roles:
+    - role: trainium.eks.preflight
+    - role: trainium.eks.network
+    - role: trainium.eks.eks_cluster
+    - role: trainium.eks.trn_launch_template
+    - role: trainium.eks.fsx_lustre
+"""
+
+EKS_CLUSTER = """
+- name: The eks_cluster role alone
+  hosts: trainium
+  gather_facts: false
+  roles:
+    - role: trainium.eks.eks_cluster
+"""
+
+
+def quiet_vars(tmp_path):
+    """What the tests set besides the defaults: where the kubeconfig goes, no access check, short polls."""
+    return {
+        "eks_cluster_kubeconfig_path": str(tmp_path / "kube" / f"{CLUSTER}.yaml"),
+        # The access check needs the shared stack's authenticator, which knows only the shared moto's clusters.
+        "eks_cluster_verify_access": False,
+        "fsx_lustre_wait_delay": 1,
+        "eks_cluster_wait_delay": 1,
+    }
+
+
+def enabled_log_types(cluster):
+    return sorted(t for entry in cluster["logging"]["clusterLogging"] if entry.get("enabled") for t in entry["types"])
+
+
+def log_group(aws):
+    found = [g for g in aws.client("logs").describe_log_groups(logGroupNamePrefix=LOG_GROUP)["logGroups"] if g["logGroupName"] == LOG_GROUP]
+    return found[0] if found else None
+
+
+def secrets_key(aws, cluster):
+    (config,) = cluster["encryptionConfig"]
+    assert config["resources"] == ["secrets"]
+    kms = aws.client("kms")
+    return kms.describe_key(KeyId=config["provider"]["keyArn"])["KeyMetadata"], kms
+
+
+def test_defaults_converge_secure_then_idempotent_then_torn_down(aws, run_playbook, tmp_path):
+    """Control plane logs, log retention, secrets encryption, IMDS hop limit, FSx backups; rerun changed=0; teardown."""
+    playbook = tmp_path / "infrastructure.yml"
+    playbook.write_text(INFRASTRUCTURE)
+    extra = quiet_vars(tmp_path)
+    first = run_playbook(str(playbook), extra_vars=extra)
+    assert first.rc == 0, first
+
+    # All five control plane log types, into a log group with a retention and the deployment's tags.
+    cluster = aws.client("eks").describe_cluster(name=CLUSTER)["cluster"]
+    assert enabled_log_types(cluster) == sorted(ALL_LOG_TYPES)
+    group = log_group(aws)
+    assert group is not None and group["retentionInDays"] == 90
+    tags = aws.client("logs").list_tags_log_group(logGroupName=LOG_GROUP)["tags"]
+    assert tags["trainium.eks/cluster"] == CLUSTER and tags["ManagedBy"] == "trainium.eks" and tags["Name"] == LOG_GROUP
+
+    # Envelope encryption of secrets with the role's KMS key (rotated, aliased).
+    key, kms = secrets_key(aws, cluster)
+    assert key["KeyState"] == "Enabled" and key["KeyManager"] == "CUSTOMER"
+    assert kms.get_key_rotation_status(KeyId=key["KeyId"])["KeyRotationEnabled"] is True
+    aliases = [a["AliasName"] for a in kms.list_aliases(KeyId=key["KeyId"])["Aliases"]]
+    assert aliases == [f"alias/{CLUSTER}-eks-secrets"]
+
+    # IMDSv2 required, hop limit 1, on every pool's launch template.
+    ec2 = aws.client("ec2")
+    templates = ec2.describe_launch_templates()["LaunchTemplates"]
+    assert [t["LaunchTemplateName"] for t in templates] == [f"{CLUSTER}-trn1"]
+    data = ec2.describe_launch_template_versions(LaunchTemplateName=f"{CLUSTER}-trn1", Versions=["$Default"])["LaunchTemplateVersions"][0]
+    assert data["LaunchTemplateData"]["MetadataOptions"] == {"HttpTokens": "required", "HttpPutResponseHopLimit": 1, "HttpEndpoint": "enabled"}
+
+    # Automatic daily backups of the (PERSISTENT_1) file system, kept 7 days.
+    (fs,) = aws.client("fsx").describe_file_systems()["FileSystems"]
+    assert fs["LustreConfiguration"]["DeploymentType"] == "PERSISTENT_1"
+    assert fs["LustreConfiguration"]["AutomaticBackupRetentionDays"] == 7
+
+    again = run_playbook(str(playbook), extra_vars=extra)
+    assert again.rc == 0, again
+    assert again.recap["changed"] == 0, again.changed_tasks
+
+    # Teardown: a final backup of the file system, the log group deleted, the key scheduled for deletion.
+    down = run_playbook("playbooks/teardown.yml", extra_vars=extra)
+    assert down.rc == 0, down
+    assert aws.client("eks").list_clusters()["clusters"] == []
+    assert aws.client("fsx").describe_file_systems()["FileSystems"] == []
+    (backup,) = aws.client("fsx").describe_backups()["Backups"]
+    assert backup["FileSystem"]["FileSystemId"] == fs["FileSystemId"] and backup["Lifecycle"] == "AVAILABLE"
+    backup_tags = {t["Key"]: t["Value"] for t in backup["Tags"]}
+    assert backup_tags["Name"] == f"{CLUSTER}-data" and backup_tags["trainium.eks/cluster"] == CLUSTER
+    assert f"FSx keeps final backup {backup['BackupId']} of {CLUSTER}-data" in down.text
+    assert log_group(aws) is None
+    key = kms.describe_key(KeyId=key["KeyId"])["KeyMetadata"]
+    assert key["KeyState"] == "PendingDeletion"
+    waiting = key["DeletionDate"] - datetime.datetime.now(datetime.timezone.utc)
+    assert datetime.timedelta(days=29) < waiting <= datetime.timedelta(days=30)
+
+
+def test_an_existing_cluster_gets_secrets_encryption_and_all_logs(aws, run_playbook, tmp_path):
+    """A cluster made with the 0.3 defaults (three log types, no encryption) is brought to the new ones in place."""
+    playbook = tmp_path / "eks_cluster.yml"
+    playbook.write_text(EKS_CLUSTER)
+    subnets = sorted(s["SubnetId"] for s in aws.client("ec2").describe_subnets()["Subnets"] if s["AvailabilityZone"] in ("us-west-2b", "us-west-2d"))
+    extra = dict(quiet_vars(tmp_path), eks_cluster_subnet_ids=subnets)
+    old = run_playbook(str(playbook), extra_vars=dict(extra, eks_cluster_logging=["api", "audit", "authenticator"],
+                                                      eks_cluster_secrets_encryption=False))
+    assert old.rc == 0, old
+    cluster = aws.client("eks").describe_cluster(name=CLUSTER)["cluster"]
+    assert enabled_log_types(cluster) == ["api", "audit", "authenticator"] and not cluster.get("encryptionConfig")
+
+    new = run_playbook(str(playbook), extra_vars=extra)
+    assert new.rc == 0, new
+    cluster = aws.client("eks").describe_cluster(name=CLUSTER)["cluster"]
+    assert enabled_log_types(cluster) == sorted(ALL_LOG_TYPES)
+    key, _kms = secrets_key(aws, cluster)
+    assert key["KeyState"] == "Enabled"
+    assert log_group(aws)["retentionInDays"] == 90
+
+
+def test_validation_pass_refuses_retentions_aws_refuses(run_playbook, tmp_path):
+    """A log retention CloudWatch does not offer and a backup retention above 90 days stop the run before anything is made."""
+    playbook = tmp_path / "validate.yml"
+    playbook.write_text("""
+- name: Validate the two roles
+  hosts: trainium
+  gather_facts: false
+  tasks:
+    - name: Check the variables
+      trainium.eks.validate_variables:
+        roles: [eks_cluster, fsx_lustre]
+""")
+    result = run_playbook(str(playbook), extra_vars={"eks_cluster_log_retention_days": 100, "fsx_lustre_automatic_backup_retention_days": 91})
+    assert result.rc != 0, result
+    assert ("eks_cluster_log_retention_days: got 100 (int); allowed: one of 1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, "
+            "731, 1827, 3653") in result.text
+    assert "fsx_lustre_automatic_backup_retention_days: got 91 (int); allowed: one of 0, 1, 2," in result.text
+
+
+def test_rehearsal_env_file_is_private(shared_rehearsal, tmp_path):
+    """env.sh holds the registry password: rehearsal.sh writes it 0600, also over an older, readable one."""
+    shared = pathlib.Path(shared_rehearsal["TRAINIUM_REHEARSAL_DIR"]) / "env.sh"
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o600, f"{shared} is {oct(stat.S_IMODE(shared.stat().st_mode))}"
+
+    state = tmp_path / "state"
+    state.mkdir()
+    old = state / "env.sh"
+    old.write_text("# written by an older rehearsal.sh\n")
+    old.chmod(0o644)
+    env = dict(os.environ, TRAINIUM_REHEARSAL_DIR=str(state), TRAINIUM_REHEARSAL_SERVICES="none")
+    up = subprocess.run([str(ROOT / "tools" / "rehearsal" / "rehearsal.sh"), "up"], env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert up.returncode == 0, up.stdout + up.stderr
+    assert stat.S_IMODE(old.stat().st_mode) == 0o600
+    assert f'export TRAINIUM_REHEARSAL_DIR="{state}"' in old.read_text()
+    assert sorted(p.name for p in state.iterdir() if p.name.startswith("env.sh")) == ["env.sh"]
+
+
+@pytest.mark.parametrize("role, variable, default", [
+    ("trn_launch_template", "trn_launch_template_metadata_hop_limit", 1),
+    ("eks_cluster", "eks_cluster_logging", ALL_LOG_TYPES),
+    ("eks_cluster", "eks_cluster_log_retention_days", 90),
+    ("eks_cluster", "eks_cluster_secrets_encryption", True),
+    ("fsx_lustre", "fsx_lustre_automatic_backup_retention_days", 7),
+    ("fsx_lustre", "fsx_lustre_final_backup", True),
+])
+def test_role_defaults_and_argument_specs_agree(role, variable, default):
+    """The defaults docs/security.md states, in both places a role writes them."""
+    import yaml  # pylint: disable=import-outside-toplevel
+
+    defaults = yaml.safe_load((ROOT / "roles" / role / "defaults" / "main.yml").read_text())
+    spec = yaml.safe_load((ROOT / "roles" / role / "meta" / "argument_specs.yml").read_text())["argument_specs"]["main"]["options"]
+    assert defaults[variable] == default
+    assert spec[variable]["default"] == default
