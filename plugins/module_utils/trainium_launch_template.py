@@ -123,7 +123,7 @@ def build_launch_template_data(params, root_device_name=None):
         "NetworkInterfaces": efa_network_interfaces(params["efa_interfaces"], params["security_group_ids"]),
         "MetadataOptions": {
             "HttpTokens": "required",
-            "HttpPutResponseHopLimit": params.get("metadata_hop_limit") or 2,
+            "HttpPutResponseHopLimit": params.get("metadata_hop_limit") or 1,
             "HttpEndpoint": "enabled",
         },
     }

@@ -154,6 +154,7 @@ AMI_ID_RE = re.compile(r"^ami-[0-9a-f]{8,17}$")
 SUBNET_ID_RE = re.compile(r"^subnet-[0-9a-f]{8,17}$")
 SECURITY_GROUP_ID_RE = re.compile(r"^sg-[0-9a-f]{8,17}$")
 MAINTENANCE_RE = re.compile(r"^[1-7]:([01][0-9]|2[0-3]):[0-5][0-9]$")
+DAILY_TIME_RE = re.compile(r"^([01][0-9]|2[0-3]):[0-5][0-9]$")
 # Polling knobs of every role: <role>_<what>_retries / _delay.
 RETRIES_RANGE = (1, 1000)
 DELAY_RANGE = (1, 600)
@@ -334,6 +335,9 @@ def fsx_lustre_problems(values):
     window = values.get("fsx_lustre_weekly_maintenance_start_time")
     if window and not MAINTENANCE_RE.match(str(window)):
         problems.add("fsx_lustre_weekly_maintenance_start_time", window, "d:HH:MM in UTC, d from 1 (Monday) to 7 (Sunday), for example 7:03:00")
+    backup_window = values.get("fsx_lustre_daily_automatic_backup_start_time")
+    if backup_window and not DAILY_TIME_RE.match(str(backup_window)):
+        problems.add("fsx_lustre_daily_automatic_backup_start_time", backup_window, "empty (AWS chooses) or HH:MM in UTC, for example 05:00")
     subnet = values.get("fsx_lustre_subnet_id")
     if subnet:
         problems.check_re("fsx_lustre_subnet_id", subnet, SUBNET_ID_RE, "a subnet ID (subnet-...)")

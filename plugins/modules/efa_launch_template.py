@@ -101,6 +101,7 @@ options:
       - Unset leaves the group alone (it must exist when instances launch).
     type: str
     choices: [cluster, partition, spread]
+    version_added: 0.4.0
   capacity_reservation_id:
     description:
       - Capacity reservation or Capacity Block to launch into (C(CapacityReservationSpecification) target).

@@ -74,7 +74,7 @@ def assert_account_holds_the_deployment(aws):
     assert [(i["NetworkCardIndex"], i["DeviceIndex"], i["InterfaceType"]) for i in interfaces] == \
         [(0, 0, "efa")] + [(card, 1, "efa") for card in range(1, 8)]
     assert data["MetadataOptions"]["HttpTokens"] == "required"
-    assert data["MetadataOptions"]["HttpPutResponseHopLimit"] == 2
+    assert data["MetadataOptions"]["HttpPutResponseHopLimit"] == 1
     (root,) = data["BlockDeviceMappings"]
     assert root["Ebs"]["VolumeType"] == "gp3" and root["Ebs"]["VolumeSize"] == 500
     placement_group = data["Placement"]["GroupName"]

@@ -12,9 +12,11 @@ an ``install()`` that patches moto and a docstring that lists its additions:
 - moto_ext_ec2.py: capacity reservations, placement groups, the EKS-optimized
   AMIs, security group rule description updates answering ``Return``.
 - moto_ext_eks.py: the cluster endpoint and CA of the rehearsal's
-  kube-apiserver, the cluster security group, merging UpdateClusterConfig.
+  kube-apiserver, the cluster security group, merging UpdateClusterConfig,
+  AssociateEncryptionConfig and DescribeUpdate; KMS key ARNs where moto
+  takes key IDs only (ScheduleKeyDeletion and co.).
 - moto_ext_fsx.py: the file system lifecycle, UpdateFileSystem, AWS's
-  DescribeFileSystems shape, network interfaces.
+  DescribeFileSystems shape, network interfaces, automatic and final backups.
 - moto_ext_ssm.py: the public SSM parameters of the EKS-optimized AMIs.
 - moto_ext_servicequotas.py: the EC2 vCPU quotas of Trainium instances.
 

@@ -97,6 +97,9 @@ def test_every_role_with_an_argument_spec_has_rules_registered():
     ("fsx_lustre", {"fsx_lustre_deployment_type": "PERSISTENT_1", "fsx_lustre_storage_capacity_gib": 1200,
                     "fsx_lustre_per_unit_storage_throughput": 125}, "fsx_lustre_per_unit_storage_throughput: got 125 (int); allowed: one of 50, 100, 200"),
     ("fsx_lustre", {"fsx_lustre_deployment_type": "SCRATCH_3"}, "fsx_lustre_deployment_type: got 'SCRATCH_3' (str); allowed: one of SCRATCH_2"),
+    ("fsx_lustre", {"fsx_lustre_deployment_type": "PERSISTENT_1", "fsx_lustre_storage_capacity_gib": 1200, "fsx_lustre_per_unit_storage_throughput": 200,
+                    "fsx_lustre_daily_automatic_backup_start_time": "25:00"},
+     "fsx_lustre_daily_automatic_backup_start_time: got '25:00' (str); allowed: empty (AWS chooses) or HH:MM in UTC"),
 ])
 def test_one_bad_variable_gives_one_line(role, change, line):
     found = problems(role, eks_cluster_public_access_cidrs=["127.0.0.1/32"], **{**NETWORK_GOOD, **change}) if role == "network" \
