@@ -71,6 +71,9 @@ def _current_rules(permissions):
             found.add((protocol, low, high, _get(block, "cidr_ip", "CidrIp"), _get(block, "description", "Description")))
         for block in _get(permission, "ipv6_ranges", "Ipv6Ranges", []):
             found.add((protocol, low, high, _get(block, "cidr_ipv6", "CidrIpv6"), _get(block, "description", "Description")))
+        # A rule from a prefix list is never one the role makes: it is a difference, and the role removes it.
+        for entry in _get(permission, "prefix_list_ids", "PrefixListIds", []):
+            found.add((protocol, low, high, _get(entry, "prefix_list_id", "PrefixListId"), _get(entry, "description", "Description")))
     return found
 
 

@@ -77,6 +77,8 @@ options:
     type: str
 notes:
   - Supports check mode and diff mode (the kubeconfig's text).
+  - Refuses to overwrite a file it did not write (for example C(~/.kube/config) with other contexts) and
+    a directory that others may write to; O(state=absent) leaves such a file alone.
 """
 
 EXAMPLES = r"""
@@ -112,6 +114,8 @@ written:
 
 import json
 import os
+import stat
+import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -181,9 +185,8 @@ def _mode(path):
 
 
 def _write(path, text, mode):
-    """Write atomically (temporary file, then rename) with ``mode``."""
-    temporary = f"{path}.tmp-{os.getpid()}"
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    """Write atomically (a fresh temporary file in the same directory, then rename) with ``mode``."""
+    descriptor, temporary = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".trainium-eks-")
     try:
         with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
             handle.write(text)
@@ -192,6 +195,12 @@ def _write(path, text, mode):
     finally:
         if os.path.exists(temporary):
             os.unlink(temporary)
+
+
+def ours(text):
+    """Whether a kubeconfig's text is one trainium.eks wrote: this module's header, or the 0.3.0 template's."""
+    head = "\n".join(text.splitlines()[:4])
+    return "# EKS cluster " in head and "No token is stored here" in head
 
 
 def present(module, path, helper_path):
@@ -206,6 +215,14 @@ def present(module, path, helper_path):
     text = kubeconfig_text(params, helper_path)
     helper = params["helper_source"].rstrip("\n") + "\n"
     before = _read(path)
+    if before is not None and not ours(before):
+        module.fail_json(msg=f"path: got {path}, a kubeconfig trainium.eks did not write (for example ~/.kube/config with other "
+                             "contexts); allowed: a file of its own such as ~/.kube/<cluster>.yaml (merge it with KUBECONFIG=a:b)")
+        return
+    if os.path.isdir(directory) and os.stat(directory).st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        module.fail_json(msg=f"path: got {path}, in a directory others may write to ({directory}); allowed: a directory only "
+                             "you can write to, since kubectl runs the token helper written there")
+        return
     wanted = [(directory, None, 0o700), (helper_path, helper, 0o644), (path, text, 0o600)]
     written = []
     for target, content, mode in wanted:
@@ -226,8 +243,13 @@ def present(module, path, helper_path):
 
 
 def absent(module, path, helper_path):
-    written = [target for target in (path, helper_path) if os.path.lexists(target)]
     before = _read(path) or ""
+    if before and not ours(before):
+        # Not ours (another tool's kubeconfig at that path): leave it, remove only our helper.
+        path_is_ours = False
+    else:
+        path_is_ours = True
+    written = [target for target in ((path,) if path_is_ours else ()) + (helper_path,) if os.path.lexists(target)]
     if not module.check_mode:
         for target in written:
             os.unlink(target)

@@ -81,8 +81,9 @@ registry_generate() {
   if [[ ! -s "$dir/http-secret" ]]; then
     ( umask 077; openssl rand -hex 32 >"$dir/http-secret" )
   fi
-  if [[ ! -s "$dir/htpasswd" ]] || ! htpasswd -vb "$dir/htpasswd" "$REGISTRY_USER" "$(registry_password)" >/dev/null 2>&1; then
-    ( umask 077; htpasswd -Bbn "$REGISTRY_USER" "$(registry_password)" >"$dir/htpasswd" )
+  # The password goes through stdin (-i), never on a command line other users can read in ps.
+  if [[ ! -s "$dir/htpasswd" ]] || ! registry_password | htpasswd -vi "$dir/htpasswd" "$REGISTRY_USER" >/dev/null 2>&1; then
+    ( umask 077; registry_password | htpasswd -Bin "$REGISTRY_USER" >"$dir/htpasswd" )
   fi
   registry_generate_tls
   cat >"$dir/config.yml" <<YAML

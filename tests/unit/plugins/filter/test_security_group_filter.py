@@ -251,3 +251,11 @@ def test_cidr_ip_given_as_a_list_as_ec2_security_group_allows(spelling):
     spec = wanted()
     spec[0]["rules_egress"] = [{"proto": "all", "cidr_ip": ["10.0.0.0/8", "172.16.0.0/12"], "rule_desc": "Private"}]
     assert sg.security_group_differences(spelling(groups), spec[:1]) == []
+
+
+def test_a_rule_from_a_prefix_list_is_a_difference(spelling):
+    groups = boto3_groups()
+    ssh = _permission("tcp", ports=(22, 22))
+    ssh["PrefixListIds"] = [{"PrefixListId": "pl-0123456789abcdef0", "Description": "added by hand"}]
+    by_name(groups, f"{CLUSTER}-nodes")["IpPermissions"].append(ssh)
+    assert sg.security_group_differences(spelling(groups), wanted()) == [f"security group {CLUSTER}-nodes: other ingress rules"]

@@ -205,3 +205,31 @@ def test_tilde_is_expanded(capsys, tmp_path, monkeypatch):
     assert rc == 0, result
     assert result["path"] == str(tmp_path / ".kube" / "trn.yaml")
     assert (tmp_path / ".kube" / f"{CLUSTER}-eks-token.py").is_file()
+
+
+def test_a_kubeconfig_it_did_not_write_is_refused_and_left_alone(capsys, kube_dir):
+    kube_dir.mkdir(mode=0o700)
+    path = kube_dir / "config"
+    path.write_text("apiVersion: v1\nkind: Config\ncontexts: [{name: prod}]\n")
+    rc, result = run(capsys, path)
+    assert rc == 1 and result["msg"].startswith(f"path: got {path}, a kubeconfig trainium.eks did not write")
+    assert path.read_text().startswith("apiVersion: v1") and not (kube_dir / f"{CLUSTER}-eks-token.py").exists()
+    rc, result = run(capsys, path, state="absent")
+    assert rc == 0 and path.exists()
+
+
+def test_a_directory_others_may_write_to_is_refused(capsys, kube_dir):
+    kube_dir.mkdir()
+    os.chmod(kube_dir, 0o777)
+    rc, result = run(capsys, kube_dir / f"{CLUSTER}.yaml")
+    assert rc == 1 and "in a directory others may write to" in result["msg"]
+    assert list(kube_dir.iterdir()) == []
+
+
+def test_the_kubeconfig_of_version_0_3_0_is_rewritten(capsys, kube_dir):
+    kube_dir.mkdir(mode=0o700)
+    path = kube_dir / f"{CLUSTER}.yaml"
+    path.write_text("# Ansible managed\n# EKS cluster trn-rehearsal. No token is stored here: kubectl and\n# ...\napiVersion: v1\n")
+    rc, result = run(capsys, path)
+    assert rc == 0 and result["changed"] is True
+    assert path.read_text().startswith(f"# EKS cluster {CLUSTER}, written by trainium.eks.")
