@@ -10,6 +10,7 @@ import os
 import re
 
 from ansible.errors import AnsibleError, AnsibleUndefinedVariable
+from ansible.release import __version__ as ANSIBLE_VERSION
 from ansible.plugins.action import ActionBase
 from ansible.template import trust_as_template
 
@@ -20,6 +21,18 @@ from ansible_collections.trainium.eks.plugins.module_utils.trainium_deployment i
 )
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_problems import plain
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_validation import apply_defaults, validation_problems
+
+MINIMUM_ANSIBLE = "2.19.0"
+
+
+def _ansible_is_recent_enough(version=None):
+    """Whether ansible-core ``version`` (the running one by default) is MINIMUM_ANSIBLE or newer."""
+    numbers = []
+    for part in (version or ANSIBLE_VERSION).split(".")[:3]:
+        digits = "".join(char for char in part if char.isdigit()) or "0"
+        numbers.append(int(digits))
+    return tuple(numbers) >= tuple(int(part) for part in MINIMUM_ANSIBLE.split("."))
+
 
 COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # The role whose argument spec describes the deployment variables (and their defaults).
@@ -108,6 +121,8 @@ class ActionModule(ActionBase):
         roles = self._task.args.get("roles") or []
         if not isinstance(roles, list) or not all(isinstance(role, str) for role in roles):
             return dict(result, failed=True, msg=f"roles: got {roles!r}; allowed: a list of role names of trainium.eks")
+        if not _ansible_is_recent_enough():
+            return dict(result, failed=True, msg=f"ansible-core {ANSIBLE_VERSION} is too old; trainium.eks needs {MINIMUM_ANSIBLE} or newer")
         scope = self._task.args.get("scope") or "all"
         if scope not in ("all", "names") or (scope == "names" and roles):
             return dict(result, failed=True, msg=f"scope: got {scope!r}; allowed: all, or names (with no roles)")

@@ -12,6 +12,7 @@ short_description: Check the deployment variables and every variable of the give
 version_added: 0.3.0
 description:
   - The validation pass of trainium.eks. It runs on the controller, calls no API and creates nothing.
+  - Fails first when ansible-core is older than 2.19.
   - Checks the deployment variables (C(trainium_*)) once, then, for each role in O(roles), every option of
     the role's argument spec (entry point C(main)) with the value the run would use (inventory and extra
     vars first, else the role default) - type, choices, list elements, suboptions; then the role's

@@ -49,7 +49,9 @@ if [[ ! -e "$TREE/.collections/ansible_collections/trainium/eks" ]]; then
 fi
 # shellcheck disable=SC1090
 source "$ENV_FILE"
-export PATH="$VENV/bin:$PATH" ANSIBLE_CONFIG="$TREE/ansible.cfg" ANSIBLE_NOCOLOR=1 ANSIBLE_FORCE_COLOR=0
+# The default callback, which prints every task header, so that the task count compares across versions.
+export PATH="$VENV/bin:$PATH" ANSIBLE_CONFIG="$TREE/ansible.cfg" ANSIBLE_NOCOLOR=1 ANSIBLE_FORCE_COLOR=0 \
+  ANSIBLE_STDOUT_CALLBACK=ansible.builtin.default ANSIBLE_DISPLAY_SKIPPED_HOSTS=true
 LOGS="$HERE/.cache/bench"
 mkdir -p "$LOGS"
 stamp="$(date +%Y%m%dT%H%M%S)"
