@@ -19,15 +19,6 @@ description:
 author:
   - trainium.eks developers (@trainium-eks)
 options:
-  name:
-    description:
-      - Name of the repository, for example V(bert-pretrain-neuron).
-    type: str
-    required: true
-  registry_id:
-    description:
-      - Account ID of the registry; the caller's registry when not set.
-    type: str
   tags:
     description:
       - Tags the repository must carry.
@@ -45,6 +36,7 @@ notes:
     C(ecr:TagResource) and, for O(purge_tags=true), C(ecr:UntagResource).
   - Supports check mode and diff mode.
 extends_documentation_fragment:
+  - trainium.eks.ecr_repository
   - amazon.aws.common.modules
   - amazon.aws.region.modules
   - amazon.aws.boto3

@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import json
+
 import boto3
 import pytest
 from botocore.stub import Stubber
@@ -102,3 +104,96 @@ def test_other_errors_raise_the_module_error(ecr):
     stubber.add_client_error("describe_repositories", "AccessDeniedException", "no", 400)
     with pytest.raises(EcrTagsError, match="describe repository"):
         ecr_tags.ensure_tags(client, "bert-pretrain-neuron", WANTED)
+
+
+# ------------------------------------------------ ensure_repository (ecr_repository)
+
+POLICY = {"rules": [
+    {"rulePriority": 2, "description": "keep 50", "selection": {"tagStatus": "tagged", "tagPatternList": ["*"],
+                                                                "countType": "imageCountMoreThan", "countNumber": 50},
+     "action": {"type": "expire"}},
+    {"rulePriority": 1, "description": "untagged 7 days", "selection": {"tagStatus": "untagged", "countType": "sinceImagePushed",
+                                                                        "countUnit": "days", "countNumber": 7},
+     "action": {"type": "expire"}},
+]}
+SETTINGS = {"image_tag_mutability": "IMMUTABLE", "scan_on_push": True, "encryption_type": "AES256", "kms_key": None,
+            "lifecycle_policy": POLICY}
+CONFIGURED = dict(REPO, imageTagMutability="IMMUTABLE", imageScanningConfiguration={"scanOnPush": True},
+                  encryptionConfiguration={"encryptionType": "AES256"})
+NAME = {"repositoryName": "bert-pretrain-neuron"}
+
+
+def policy_text(policy):
+    return json.dumps(policy)
+
+
+# What ecr_repository puts: the rules in priority order, the keys sorted.
+PUT_POLICY = json.dumps(ecr_tags.normalize_policy(POLICY), sort_keys=True)
+
+
+def test_normalize_policy_orders_rules_by_priority_and_reads_json_text():
+    from_text = ecr_tags.normalize_policy(policy_text(POLICY))
+    assert [rule["rulePriority"] for rule in from_text["rules"]] == [1, 2]
+    assert from_text == ecr_tags.normalize_policy(POLICY)
+    assert ecr_tags.normalize_policy(None) is None
+
+
+def test_ensure_repository_creates_a_missing_repository_with_tags_and_policy(ecr):
+    client, stubber = ecr
+    stubber.add_client_error("describe_repositories", "RepositoryNotFoundException", expected_params={"repositoryNames": ["bert-pretrain-neuron"]})
+    stubber.add_response("create_repository", {"repository": CONFIGURED}, dict(
+        NAME, imageTagMutability="IMMUTABLE", imageScanningConfiguration={"scanOnPush": True},
+        encryptionConfiguration={"encryptionType": "AES256"}, tags=tag_list(WANTED)))
+    stubber.add_response("put_lifecycle_policy", {}, dict(NAME, lifecyclePolicyText=PUT_POLICY))
+    result = ecr_tags.ensure_repository(client, "bert-pretrain-neuron", SETTINGS, WANTED)
+    assert result["changed"] is True and result["created"] is True
+    assert result["repository"]["repositoryUri"] == REPO["repositoryUri"]
+    assert result["tags"] == WANTED
+
+
+def test_ensure_repository_in_check_mode_creates_nothing(ecr):
+    client, stubber = ecr
+    stubber.add_client_error("describe_repositories", "RepositoryNotFoundException")
+    result = ecr_tags.ensure_repository(client, "bert-pretrain-neuron", SETTINGS, WANTED, check_mode=True)
+    assert result["changed"] is True and result["created"] is True and result["repository"] is None
+    assert result["lifecycle_policy"]["rules"][0]["rulePriority"] == 1
+
+
+def test_ensure_repository_changes_nothing_when_everything_matches(ecr):
+    client, stubber = ecr
+    stubber.add_response("describe_repositories", {"repositories": [CONFIGURED]})
+    # ECR hands the policy back in its own key order and the rules unsorted: still the same policy.
+    stubber.add_response("get_lifecycle_policy", {"lifecyclePolicyText": policy_text(POLICY)}, NAME)
+    stubber.add_response("list_tags_for_resource", {"tags": tag_list(WANTED)}, {"resourceArn": ARN})
+    result = ecr_tags.ensure_repository(client, "bert-pretrain-neuron", SETTINGS, WANTED)
+    assert result["changed"] is False and result["updates"] == {} and result["warnings"] == []
+
+
+def test_ensure_repository_fixes_drift_in_place(ecr):
+    client, stubber = ecr
+    drifted = dict(CONFIGURED, imageTagMutability="MUTABLE", imageScanningConfiguration={"scanOnPush": False})
+    stubber.add_response("describe_repositories", {"repositories": [drifted]})
+    stubber.add_client_error("get_lifecycle_policy", "LifecyclePolicyNotFoundException")
+    stubber.add_response("list_tags_for_resource", {"tags": tag_list(dict(WANTED, stray="x"))}, {"resourceArn": ARN})
+    stubber.add_response("put_image_tag_mutability", {}, dict(NAME, imageTagMutability="IMMUTABLE"))
+    stubber.add_response("put_image_scanning_configuration", {}, dict(NAME, imageScanningConfiguration={"scanOnPush": True}))
+    stubber.add_response("put_lifecycle_policy", {}, dict(NAME, lifecyclePolicyText=PUT_POLICY))
+    stubber.add_response("untag_resource", {}, {"resourceArn": ARN, "tagKeys": ["stray"]})
+    result = ecr_tags.ensure_repository(client, "bert-pretrain-neuron", SETTINGS, WANTED)
+    assert result["changed"] is True and result["created"] is False
+    assert set(result["updates"]) == {"image_tag_mutability", "scan_on_push", "lifecycle_policy"}
+    assert result["before"]["lifecycle_policy"] is None and result["before"]["scan_on_push"] is False
+    assert "stray" not in result["tags"]
+
+
+def test_a_repository_encrypted_otherwise_is_warned_about_not_changed():
+    repository = dict(CONFIGURED, encryptionConfiguration={"encryptionType": "KMS", "kmsKey": "arn:aws:kms:us-west-2:123456789012:key/k"})
+    plan = ecr_tags.plan_repository(repository, POLICY, SETTINGS)
+    assert plan["updates"] == {}
+    assert len(plan["warnings"]) == 1 and "encryption_type" in plan["warnings"][0] and "KMS" in plan["warnings"][0]
+
+
+def test_delete_repository_is_false_when_the_repository_is_gone(ecr):
+    client, stubber = ecr
+    stubber.add_client_error("delete_repository", "RepositoryNotFoundException", expected_params=dict(NAME, force=True))
+    assert ecr_tags.delete_repository(client, "bert-pretrain-neuron", True) is False
