@@ -116,6 +116,16 @@ def fail_on_aws_error(module, action, *args, **kwargs):
     return None
 
 
+def warn(module, message):
+    """Show ``message`` as a warning of the task.
+
+    amazon.aws's ``AnsibleAWSModule.warn`` also passes its warnings to
+    ``exit_json``, which ansible-core 2.19 reports with a deprecation warning
+    on every such task; the AnsibleModule underneath shows them without it.
+    """
+    getattr(module, "_module", module).warn(message)
+
+
 def error_code(error):
     """The code of a botocore ClientError, None for anything else."""
     if not isinstance(error, botocore.exceptions.ClientError):

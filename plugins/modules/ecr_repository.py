@@ -141,7 +141,7 @@ lifecycle_policy:
 from ansible_collections.amazon.aws.plugins.module_utils.modules import AnsibleAWSModule
 
 from ansible_collections.trainium.eks.plugins.module_utils import ecr_tags
-from ansible_collections.trainium.eks.plugins.module_utils.trainium_common import fail_on_aws_error
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_common import fail_on_aws_error, warn
 
 
 def absent(module, client, params):
@@ -175,7 +175,7 @@ def present(module, client, params):
         purge_tags=params["purge_tags"], registry_id=params["registry_id"], check_mode=module.check_mode,
     )
     for warning in result.pop("warnings"):
-        module.warn(warning)
+        warn(module, warning)
     before = result.pop("before")
     if module._diff:
         after = {

@@ -183,6 +183,18 @@ options:
         C(UPDATING), always happens; this option only decides whether to wait afterwards until it is gone.
     type: bool
     default: false
+  replace_failed:
+    description:
+      - What to do with a node group of this name that ended V(CREATE_FAILED) (short quota or capacity,
+        for example): V(true) reports its health issues as a warning, deletes it, waits until it is gone
+        and creates it again; V(false) fails with its health issues and leaves it.
+      - A node group that failed never becomes V(ACTIVE) and EKS cannot update it, so taking it as
+        existing would only fail later.
+      - Only a task that gives what creating needs (O(node_role_arn), O(subnets)) replaces; a task that
+        names the node group only reads it, so a wait sees V(CREATE_FAILED).
+    type: bool
+    default: true
+    version_added: 0.4.0
   wait_timeout:
     description:
       - Seconds to wait. A Trainium node group takes about 5 minutes to become active.
@@ -251,6 +263,14 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+replaced:
+  description:
+    - The node group that was V(CREATE_FAILED) and was replaced (or would be, in check mode), with its health issues.
+  returned: when a failed node group was replaced
+  type: dict
+  sample: {"name": "trn-rehearsal-trn1", "status": "CREATE_FAILED",
+           "health": "AsgInstanceLaunchFailures: Could not launch On-Demand Instances. InsufficientInstanceCapacity ..."}
+  version_added: 0.4.0
 nodegroup:
   description:
     - The node group (after the change; in check mode as it would be). Empty when it does not exist.
@@ -411,7 +431,7 @@ def _present(module, client, desired):
     if ng.describe_cluster(client, cluster) is None:
         message = f"cluster_name: EKS cluster {cluster} does not exist in {module.region}; allowed: the name of an existing cluster"
         if module.check_mode:
-            module.warn(f"{message} (check mode: the node group {name} would be created with the cluster)")
+            common.warn(module, f"{message} (check mode: the node group {name} would be created with the cluster)")
             module.exit_json(changed=True, nodegroup={}, updates=[])
             return
         module.fail_json(msg=message)
@@ -422,6 +442,10 @@ def _present(module, client, desired):
         return
     if current.get("status") == "DELETING":
         module.fail_json(msg=f"node group {name} of cluster {cluster} is being deleted; run again once it is gone", nodegroup=ng.summarize(current))
+        return
+    # A task that names the node group only (the waits) reads it; replacing needs what creating needs.
+    if current.get("status") == "CREATE_FAILED" and not ng.creation_errors(desired):
+        _replace_failed(module, client, desired, current)
         return
     plan = ng.plan_changes(current, desired, purge_tags=params["purge_tags"])
     if plan["errors"]:
@@ -452,7 +476,25 @@ def _present(module, client, desired):
     module.exit_json(**result)
 
 
-def _create(module, client, desired):
+def _replace_failed(module, client, desired, current):
+    """A node group that ended CREATE_FAILED: report it, and delete and create it again (or fail, replace_failed=false)."""
+    params = module.params
+    cluster, name = params["cluster_name"], params["name"]
+    health = ng.health_message(current)
+    if not params["replace_failed"]:
+        module.fail_json(msg=f"node group {name} of cluster {cluster} is CREATE_FAILED ({health}); fix the cause, then delete it "
+                             "or run again with replace_failed=true", nodegroup=ng.summarize(current))
+        return
+    common.warn(module, f"node group {name} of cluster {cluster} is CREATE_FAILED ({health}); "
+                + ("check mode: it would be deleted and created again" if module.check_mode else "deleting it and creating it again"))
+    if not module.check_mode:
+        ng.delete_nodegroup(client, cluster, name, timeout=params["wait_timeout"])
+        ng.wait_for_nodegroup(client, cluster, name, gone=True, timeout=params["wait_timeout"])
+    _create(module, client, desired, replaced={"name": name, "status": current.get("status"), "health": health},
+            before=ng.summarize(current))
+
+
+def _create(module, client, desired, replaced=None, before=None):
     params = module.params
     errors = ng.creation_errors(desired)
     if errors:
@@ -466,8 +508,10 @@ def _create(module, client, desired):
         if params["wait"]:
             nodegroup = ng.wait_for_nodegroup(client, params["cluster_name"], params["name"], timeout=params["wait_timeout"])
     result = dict(changed=True, nodegroup=ng.summarize(nodegroup), updates=[])
+    if replaced:
+        result["replaced"] = replaced
     if module._diff:
-        result["diff"] = {"before": {}, "after": ng.summarize(ng.predict_new(request))}
+        result["diff"] = {"before": before or {}, "after": ng.summarize(ng.predict_new(request))}
     module.exit_json(**result)
 
 
@@ -503,6 +547,7 @@ def main():
             value=dict(type="str"),
             effect=dict(type="str", required=True, choices=list(common.TAINT_EFFECT_CHOICES)),
         )),
+        replace_failed=dict(type="bool", default=True),
         **common.tags_and_wait_options(wait_timeout=1200),
     )
     module = AnsibleAWSModule(

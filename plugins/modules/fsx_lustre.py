@@ -567,7 +567,7 @@ class FsxLustre:
             return  # scratch: nothing to keep, nothing to say
         reason = ("it is linked to an S3 data repository" if lustre.get("DataRepositoryConfiguration")
                   else f"it is {fs.get('Lifecycle')}, not AVAILABLE")
-        self.module.warn(f"FSx file system {fs['FileSystemId']} ({self.params['name']}) is deleted without a final backup: {reason}")
+        common.warn(self.module, f"FSx file system {fs['FileSystemId']} ({self.params['name']}) is deleted without a final backup: {reason}")
 
 
 def main():

@@ -147,3 +147,36 @@ def test_absent_removes_tagged_groups_and_role(aws, inputs, role):
     eks.delete_cluster(name=CLUSTER)
     no_cluster = role({"trn_nodegroup_state": "absent"})
     assert no_cluster.rc == 0 and no_cluster.recap["changed"] == 0, no_cluster
+
+
+FAULT = {"rehearsal.trainium.eks/fault": "create-failed"}  # tools/rehearsal/moto_ext_faults.py
+
+
+def test_a_node_group_that_ended_create_failed_is_reported_and_replaced(aws, inputs, role):
+    eks = aws.client("eks")
+    # The first run's node group ends CREATE_FAILED (no capacity): the wait reports it with its health issues.
+    failed = role(dict(inputs["vars"], trainium_tags=FAULT))
+    assert failed.rc != 0, failed
+    assert f"node group {NODEGROUP} is CREATE_FAILED; health issues: AsgInstanceLaunchFailures: Could not launch" in failed.text
+    assert "FAILED - RETRYING" not in failed.text
+    before = eks.describe_nodegroup(clusterName=CLUSTER, nodegroupName=NODEGROUP)["nodegroup"]
+    assert before["status"] == "CREATE_FAILED"
+
+    # Told not to replace it, the next run stops with the health issues and leaves it.
+    kept = role(dict(inputs["vars"], trn_nodegroup_replace_failed=False))
+    assert kept.rc != 0 and "is CREATE_FAILED (AsgInstanceLaunchFailures: Could not launch" in kept.text, kept
+    assert eks.describe_nodegroup(clusterName=CLUSTER, nodegroupName=NODEGROUP)["nodegroup"]["nodegroupArn"] == before["nodegroupArn"]
+
+    # Check mode says what it would do and does nothing.
+    checked = role(inputs["vars"], args=["--check"])
+    assert checked.rc == 0 and "check mode: it would be deleted and created again" in checked.text, checked
+    assert eks.describe_nodegroup(clusterName=CLUSTER, nodegroupName=NODEGROUP)["nodegroup"]["status"] == "CREATE_FAILED"
+
+    # By default the next run warns with the health issues, deletes it and creates it again.
+    replaced = role(inputs["vars"])
+    assert replaced.rc == 0, replaced
+    assert "is CREATE_FAILED (AsgInstanceLaunchFailures: Could not launch" in replaced.text
+    after = eks.describe_nodegroup(clusterName=CLUSTER, nodegroupName=NODEGROUP)["nodegroup"]
+    assert after["status"] == "ACTIVE" and after["nodegroupArn"] != before["nodegroupArn"]
+    assert _facts(replaced)["nodegroups"]["trn1"]["status"] == "ACTIVE"
+    assert role(inputs["vars"]).recap["changed"] == 0

@@ -19,6 +19,8 @@ an ``install()`` that patches moto and a docstring that lists its additions:
   DescribeFileSystems shape, network interfaces, automatic and final backups.
 - moto_ext_ssm.py: the public SSM parameters of the EKS-optimized AMIs.
 - moto_ext_servicequotas.py: the EC2 vCPU quotas of Trainium instances.
+- moto_ext_faults.py: faults a test provokes through the API (a node group
+  that ends CREATE_FAILED).
 
 moto_server.py starts moto server after ``install()``.
 """
@@ -27,11 +29,12 @@ from __future__ import annotations
 
 import moto_ext_ec2
 import moto_ext_eks
+import moto_ext_faults
 import moto_ext_fsx
 import moto_ext_servicequotas
 import moto_ext_ssm
 
-SERVICES = (moto_ext_ec2, moto_ext_eks, moto_ext_fsx, moto_ext_servicequotas, moto_ext_ssm)
+SERVICES = (moto_ext_ec2, moto_ext_eks, moto_ext_fsx, moto_ext_servicequotas, moto_ext_ssm, moto_ext_faults)
 
 
 def install():

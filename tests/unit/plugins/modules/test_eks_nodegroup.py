@@ -246,3 +246,36 @@ def test_no_branch_relies_on_exit_json_raising(capsys, monkeypatch):
     with patch_module_args(dict(ARGS)):
         eks_nodegroup.main()
     assert [e[0] for e in exits] == ["exit"] and [c[0] for c in fake.calls] == ["delete", "create"]
+
+
+FAILED_GROUP = dict(EXISTING, status="CREATE_FAILED", health={"issues": [
+    {"code": "AsgInstanceLaunchFailures", "message": "InsufficientInstanceCapacity", "resourceIds": ["eks-x"]}]})
+
+
+def test_a_create_failed_group_is_deleted_and_created_again_with_its_health_in_a_warning(capsys, monkeypatch):
+    fake = FakeEks(nodegroups={"trn-rehearsal-trn1": FAILED_GROUP}).install(monkeypatch)
+    rc, result = run(capsys, ARGS, diff=True)
+    assert rc == 0 and result["changed"] is True
+    assert [c[0] for c in fake.calls] == ["delete", "wait_gone", "create"]
+    assert result["replaced"] == {"name": "trn-rehearsal-trn1", "status": "CREATE_FAILED",
+                                  "health": "AsgInstanceLaunchFailures: InsufficientInstanceCapacity (eks-x)"}
+    assert "is CREATE_FAILED (AsgInstanceLaunchFailures" in json.dumps(result["warnings"])
+    assert result["diff"]["before"]["status"] == "CREATE_FAILED" and result["nodegroup"]["status"] == "CREATING"
+
+
+def test_a_create_failed_group_in_check_mode_or_without_replace_failed_is_left(capsys, monkeypatch):
+    fake = FakeEks(nodegroups={"trn-rehearsal-trn1": FAILED_GROUP}).install(monkeypatch)
+    rc, result = run(capsys, ARGS, check=True)
+    assert rc == 0 and result["changed"] is True and fake.calls == []
+    assert "would be deleted and created again" in json.dumps(result["warnings"])
+    rc, result = run(capsys, dict(ARGS, replace_failed=False))
+    assert rc == 1 and fake.calls == []
+    assert "is CREATE_FAILED (AsgInstanceLaunchFailures: InsufficientInstanceCapacity (eks-x))" in result["msg"]
+
+
+def test_a_task_that_names_a_create_failed_group_only_reads_it(capsys, monkeypatch):
+    # What the waits do: they must see CREATE_FAILED, not set off a replacement.
+    fake = FakeEks(nodegroups={"trn-rehearsal-trn1": FAILED_GROUP}).install(monkeypatch)
+    rc, result = run(capsys, dict(CONNECTION, cluster_name="trn-rehearsal", name="trn-rehearsal-trn1"))
+    assert rc == 0 and result["changed"] is False and fake.calls == []
+    assert result["nodegroup"]["status"] == "CREATE_FAILED"
