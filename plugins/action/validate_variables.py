@@ -40,7 +40,7 @@ DEPLOYMENT_SPEC_ROLE = "preflight"
 # scope=names: the variables a teardown needs, the names and tags it looks resources up by.
 NAME_PROBLEM_RE = re.compile(
     r"^(trainium_cluster_name|trainium_region|trainium_aws_endpoint_url|trainium_tags\S*|trainium_node_pools"
-    r"|trainium_node_pools\[\d+\](\.name)?|trainium_storage|trainium_image(\.repository)?): "
+    r"|trainium_node_pools\[\d+\](\.name)?|trainium_storage|trainium_image(\.repository)?|trainium_teardown_keep\S*): "
 )
 
 

@@ -81,6 +81,7 @@ class TrainiumFsxError(common.TrainiumAWSError):
 
 
 FsxErrorHandler = common.error_handler(TrainiumFsxError, "FileSystemNotFound", "InvalidNetworkInterfaceID.NotFound")
+FsxBackupErrorHandler = common.error_handler(TrainiumFsxError, "BackupNotFound")
 
 
 # ---------------------------------------------------------------- validation
@@ -106,6 +107,13 @@ def validation_errors(params):
         errors.append(f"wait_timeout: got {params['wait_timeout']}; allowed: a number of seconds of at least 1")
     if params.get("state", "present") != "present":
         return errors
+    restore = params.get("restore_from_backup")
+    if restore and restore != LATEST_BACKUP and not BACKUP_ID_RE.match(restore):
+        errors.append(f"restore_from_backup: got {restore!r}; allowed: empty (a new, empty file system), "
+                      f"{LATEST_BACKUP!r} (the newest backup of this file system) or a backup ID (backup-...)")
+    if restore and params.get("data_repository"):
+        errors.append("restore_from_backup: set with data_repository; allowed: one of them (FSx keeps no backups of a file system"
+                      " linked to an S3 data repository)")
 
     deployment_type = params.get("deployment_type")
     if deployment_type not in DEPLOYMENT_TYPES:
@@ -490,6 +498,68 @@ def create_file_system(client, request):
 def update_file_system(client, file_system_id, update):
     """UpdateFileSystem with the ``update`` of ``plan_update``; AWS accepts it only while the file system is AVAILABLE."""
     return client.update_file_system(FileSystemId=file_system_id, **update)["FileSystem"]
+
+
+# CreateFileSystemFromBackup takes these LustreConfiguration members; the
+# deployment type and the data come from the backup.
+FROM_BACKUP_LUSTRE_KEYS = ("WeeklyMaintenanceStartTime", "DailyAutomaticBackupStartTime", "AutomaticBackupRetentionDays",
+                           "DataCompressionType", "PerUnitStorageThroughput")
+BACKUP_ID_RE = re.compile(r"^backup-[0-9a-f]{8,17}$")
+LATEST_BACKUP = "latest"
+
+
+def restore_request(params, backup_id):
+    """The CreateFileSystemFromBackup request for the options and ``backup_id``."""
+    request = create_request(params)
+    request.pop("FileSystemType")
+    request["LustreConfiguration"] = {key: value for key, value in request["LustreConfiguration"].items() if key in FROM_BACKUP_LUSTRE_KEYS}
+    request["BackupId"] = backup_id
+    return request
+
+
+def newest_backup(backups, name, match_tags=None):
+    """The newest AVAILABLE Lustre backup of the file system named ``name`` (its Name tag, and ``match_tags``); None when none."""
+    wanted = dict(match_tags or {}, Name=name)
+    candidates = []
+    for backup in backups:
+        tags = {tag["Key"]: tag["Value"] for tag in backup.get("Tags") or []}
+        if backup.get("Lifecycle") != AVAILABLE or (backup.get("FileSystem") or {}).get("FileSystemType", "LUSTRE") != "LUSTRE":
+            continue
+        if all(tags.get(key) == str(value) for key, value in wanted.items()):
+            candidates.append(backup)
+    return max(candidates, key=lambda backup: str(backup.get("CreationTime")), default=None)
+
+
+def restore_problem(backup, params):
+    """Why ``backup`` cannot become this file system (None when it can): its deployment type and capacity must fit the options."""
+    source = backup.get("FileSystem") or {}
+    if backup.get("Lifecycle") != AVAILABLE:
+        return f"restore_from_backup: backup {backup['BackupId']} is {backup.get('Lifecycle')}; allowed: an AVAILABLE backup"
+    backup_type = (source.get("LustreConfiguration") or {}).get("DeploymentType")
+    if backup_type and backup_type != params["deployment_type"]:
+        return (f"restore_from_backup: backup {backup['BackupId']} is of a {backup_type} file system, deployment_type is "
+                f"{params['deployment_type']}; allowed: a backup of the same deployment type (set deployment_type to {backup_type})")
+    capacity = source.get("StorageCapacity")
+    if capacity and params["storage_capacity"] < capacity:
+        return (f"storage_capacity: got {params['storage_capacity']} GiB; allowed: at least the {capacity} GiB of backup "
+                f"{backup['BackupId']} (restore_from_backup)")
+    return None
+
+
+@FsxBackupErrorHandler.list_error_handler("describe FSx backups", default_value=[])
+@AWSRetry.jittered_backoff()
+def describe_backups(client, backup_ids=None):
+    """The account's FSx backups (those of ``backup_ids`` when given; none when one of them does not exist)."""
+    paginator = client.get_paginator("describe_backups")
+    args = {"BackupIds": list(backup_ids)} if backup_ids else {}
+    return paginator.paginate(**args).build_full_result().get("Backups", [])
+
+
+@FsxErrorHandler.common_error_handler("create the FSx for Lustre file system from a backup")
+@AWSRetry.jittered_backoff()
+def create_file_system_from_backup(client, request):
+    """CreateFileSystemFromBackup with the request of ``restore_request``; the new file system (CREATING)."""
+    return client.create_file_system_from_backup(**request)["FileSystem"]
 
 
 def final_backup_possible(fs):

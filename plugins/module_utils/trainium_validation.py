@@ -343,6 +343,13 @@ def fsx_lustre_problems(values):
         problems.check_re("fsx_lustre_subnet_id", subnet, SUBNET_ID_RE, "a subnet ID (subnet-...)")
     for index, group in enumerate(values.get("fsx_lustre_security_group_ids") or []):
         problems.check_re(f"fsx_lustre_security_group_ids[{index}]", group, SECURITY_GROUP_ID_RE, "a security group ID (sg-...)")
+    restore = values.get("fsx_lustre_restore_backup")
+    if restore and restore != fsx.LATEST_BACKUP:
+        problems.check_re("fsx_lustre_restore_backup", restore, fsx.BACKUP_ID_RE,
+                          f"empty (a new, empty file system), {fsx.LATEST_BACKUP!r} (the newest backup of this file system) or a backup ID (backup-...)")
+    if restore and values.get("fsx_lustre_data_repository_path"):
+        problems.add("fsx_lustre_restore_backup", restore, "empty with fsx_lustre_data_repository_path (FSx keeps no backups of a file system"
+                     " linked to an S3 data repository)")
     return problems
 
 

@@ -135,6 +135,17 @@ options:
         (without C(aws:) ones), so it keeps its C(Name) and cluster tags.
     type: dict
     version_added: 0.4.0
+  restore_from_backup:
+    description:
+      - Create the file system from a backup instead of empty (C(CreateFileSystemFromBackup)): a
+        backup ID, or V(latest) for the newest C(AVAILABLE) backup whose C(Name) tag is O(name) (the
+        final backup O(state=absent) takes carries it). Only when the file system does not exist;
+        an existing one is never replaced.
+      - With V(latest) and no such backup, the file system is created empty, with a warning.
+      - The backup must be of the O(deployment_type) and at most O(storage_capacity) GiB.
+      - Not with O(data_repository).
+    type: str
+    version_added: 0.4.0
   data_repository:
     description:
       - Link an S3 bucket (prefix) to the root of the file system, set with C(ImportPath),
@@ -361,6 +372,12 @@ file_system:
     tags:
       description: Tags of the file system.
       type: dict
+restored_from_backup:
+  description: The backup the file system was created from (or would be, in check mode); null when none.
+  returned: when the task created the file system (or would)
+  type: str
+  sample: backup-0123456789abcdef0
+  version_added: 0.4.0
 final_backup_id:
   description:
     - ID of the final backup FSx takes before it deletes the file system; null when none was asked,
@@ -459,17 +476,42 @@ class FsxLustre:
         planned = fsx.planned_file_system(self.params)
         self.changed = True
         self.diff["after"] = fsx.summarize(planned, list(self.params.get("security_group_ids") or []))
+        backup_id = self.backup_to_restore()
+        if backup_id is False:
+            return
         if self.module.check_mode:
-            self.exit(planned)
+            self.exit(planned, restored_from_backup=backup_id)
             return
         if not self.params.get("subnet_id"):
             self.module.fail_json(msg=f"subnet_id: required to create FSx for Lustre file system {self.params['name']!r}; got none")
             return
-        fs = fsx.create_file_system(self.client, fsx.create_request(self.params))
+        if backup_id:
+            fs = fsx.create_file_system_from_backup(self.client, fsx.restore_request(self.params, backup_id))
+        else:
+            fs = fsx.create_file_system(self.client, fsx.create_request(self.params))
         if self.params["wait"]:
             fs = fsx.wait_for(self.client, fs["FileSystemId"], self.params["wait_timeout"])
         self.diff["after"] = self.summary(fs)
-        self.exit(fs)
+        self.exit(fs, restored_from_backup=backup_id)
+
+    def backup_to_restore(self):
+        """The ID of the backup to create the file system from: None for an empty one; fails the module when it cannot be used."""
+        wanted = self.params.get("restore_from_backup")
+        if not wanted:
+            return None
+        if wanted == fsx.LATEST_BACKUP:
+            backup = fsx.newest_backup(fsx.describe_backups(self.client), self.params["name"])
+            if backup is None:
+                common.warn(self.module, f"restore_from_backup: no AVAILABLE backup of file system {self.params['name']!r} found; "
+                                         "creating it empty")
+                return None
+        else:
+            backup = next(iter(fsx.describe_backups(self.client, [wanted])), None)
+        problem = fsx.restore_problem(backup, self.params) if backup else f"restore_from_backup: backup {wanted} not found"
+        if problem:
+            self.module.fail_json(msg=problem)
+            return False
+        return backup["BackupId"]
 
     def update(self, current):
         groups = self.security_groups(current)
@@ -587,6 +629,7 @@ def main():
         daily_automatic_backup_start_time=dict(type="str"),
         final_backup=dict(type="bool", default=True),
         final_backup_tags=dict(type="dict"),
+        restore_from_backup=dict(type="str"),
         data_repository=dict(
             type="dict",
             options=dict(

@@ -166,3 +166,37 @@ def test_role_without_subnet_fails_before_creating(aws, run_playbook, tmp_path):
     assert result.rc != 0, result
     assert "fsx_lustre_subnet_id: got null, fsx_lustre_security_group_ids: got []; allowed: a subnet ID and at least one security group ID" in result.text
     assert aws.resources()["fsx_file_systems"] == []
+
+
+def test_a_file_system_torn_down_with_a_final_backup_comes_back_from_it(aws, fsx_lustre, network):
+    # No backup yet: "latest" creates the file system empty and says so.
+    first = fsx_lustre(_args(network, restore_from_backup="latest"))
+    assert first.get("failed") is not True, first
+    assert first["restored_from_backup"] is None and "no AVAILABLE backup of file system 'itest-data' found" in str(first["warnings"])
+
+    gone = fsx_lustre({"name": NAME, "state": "absent", "wait": True, "wait_timeout": 60})
+    backup_id = gone["final_backup_id"]
+    assert backup_id and aws.resources()["fsx_file_systems"] == []
+
+    # A backup of another deployment type or larger than the capacity asked is refused before anything is created.
+    other_type = fsx_lustre(_args(network, deployment_type="PERSISTENT_2", per_unit_storage_throughput=250, restore_from_backup="latest"))
+    assert other_type["failed"] is True
+    assert other_type["msg"] == (f"restore_from_backup: backup {backup_id} is of a PERSISTENT_1 file system, deployment_type is PERSISTENT_2;"
+                                 " allowed: a backup of the same deployment type (set deployment_type to PERSISTENT_1)")
+    missing = fsx_lustre(_args(network, restore_from_backup="backup-0123456789abcdef0"))
+    assert missing["failed"] is True and missing["msg"] == "restore_from_backup: backup backup-0123456789abcdef0 not found"
+    assert aws.resources()["fsx_file_systems"] == []
+
+    planned = fsx_lustre(_args(network, restore_from_backup="latest"), check=True)
+    assert planned["changed"] is True and planned["restored_from_backup"] == backup_id
+    assert aws.resources()["fsx_file_systems"] == []
+
+    restored = fsx_lustre(_args(network, restore_from_backup="latest"))
+    assert restored.get("failed") is not True, restored
+    assert restored["changed"] is True and restored["restored_from_backup"] == backup_id
+    (fs,) = _file_systems(aws)
+    assert fs["Lifecycle"] == "AVAILABLE" and fs["LustreConfiguration"]["DeploymentType"] == "PERSISTENT_1"
+    assert {t["Key"]: t["Value"] for t in fs["Tags"]} == {"Name": NAME, "team": "ml"}
+    # An existing file system is never replaced: the next run with the same options changes nothing.
+    again = fsx_lustre(_args(network, restore_from_backup="latest"))
+    assert again["changed"] is False and "restored_from_backup" not in again

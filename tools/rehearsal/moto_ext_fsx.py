@@ -50,6 +50,15 @@ trainium.eks.fsx_lustre and keeps the shapes of the FSx API reference.
    USER_INITIATED, tagged with FinalBackupTags, its FileSystem described
    by ID, type, capacity and deployment type) that outlives it and
    answers LustreResponse.FinalBackupId / FinalBackupTags.
+5. CreateFileSystemFromBackup. moto answers NotImplemented. As AWS
+   documents: the backup must exist (BackupNotFound) and be AVAILABLE
+   (BadRequest); the new file system takes the backup's deployment type
+   and storage type, a StorageCapacity of at least the backup's (BadRequest
+   when smaller; the backup's when not given), the request's subnet,
+   security groups (checked, with a network interface, as in 3), tags and
+   Lustre settings (maintenance window, backups, compression), and goes
+   CREATING, then AVAILABLE, like a new one. (The rehearsal holds no data,
+   so there is none to restore.)
 """
 
 from __future__ import annotations
@@ -256,6 +265,36 @@ def update_file_system(self):
     return json.dumps({"FileSystem": file_system.to_dict()})
 
 
+_FROM_BACKUP_LUSTRE = ("WeeklyMaintenanceStartTime", "DailyAutomaticBackupStartTime", "AutomaticBackupRetentionDays",
+                       "CopyTagsToBackups", "DataCompressionType", "PerUnitStorageThroughput")
+
+
+def create_file_system_from_backup(self):
+    params = json.loads(self.body)
+    backup = self.fsx_backend.backups.get(params.get("BackupId"))
+    if backup is None:
+        raise JsonRESTError("BackupNotFound", f"Backup '{params.get('BackupId')}' does not exist.")
+    if backup.lifecycle != "AVAILABLE":
+        raise BadRequest(f"Backup {backup.backup_id} is {backup.lifecycle}, not AVAILABLE.")
+    # pylint: disable=protected-access
+    source = getattr(backup, "_trainium_file_system", None)
+    if source is None:
+        raise BadRequest(f"The rehearsal does not emulate restoring backup {backup.backup_id} (not a final backup).")
+    capacity = params.get("StorageCapacity") or source["StorageCapacity"]
+    if capacity < source["StorageCapacity"]:
+        raise BadRequest(f"The storage capacity {capacity} GiB is smaller than the {source['StorageCapacity']} GiB of backup {backup.backup_id}.")
+    lustre = {key: value for key, value in (params.get("LustreConfiguration") or {}).items() if key in _FROM_BACKUP_LUSTRE}
+    lustre["DeploymentType"] = source["LustreConfiguration"]["DeploymentType"]
+    file_system = self.fsx_backend.create_file_system(
+        client_request_token=params.get("ClientRequestToken"), file_system_type="LUSTRE", storage_capacity=capacity,
+        storage_type=source.get("StorageType") or "SSD", subnet_ids=params.get("SubnetIds"),
+        security_group_ids=params.get("SecurityGroupIds"), tags=params.get("Tags"), kms_key_id=params.get("KmsKeyId"),
+        windows_configuration=None, lustre_configuration=lustre, ontap_configuration=None,
+        file_system_type_version=params.get("FileSystemTypeVersion"), open_zfs_configuration=None,
+    )
+    return json.dumps({"FileSystem": file_system.to_dict()})
+
+
 def install():
     from moto.fsx.models import Backup, FileSystem, FSxBackend  # pylint: disable=import-outside-toplevel
     from moto.fsx.responses import FSxResponse  # pylint: disable=import-outside-toplevel
@@ -266,3 +305,4 @@ def install():
     FSxBackend.delete_file_system = _delete_with_network(FSxBackend.delete_file_system)
     Backup.to_dict = _backup_to_dict(Backup.to_dict)
     FSxResponse.update_file_system = update_file_system
+    FSxResponse.create_file_system_from_backup = create_file_system_from_backup

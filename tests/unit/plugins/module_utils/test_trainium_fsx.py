@@ -658,3 +658,46 @@ def test_other_bad_requests_are_not_retried(client):
     stubber.add_client_error("delete_file_system", "BadRequest", "Backups are not supported", expected_params={"FileSystemId": FS_ID})
     with pytest.raises(TrainiumFsxError, match="Backups are not supported"):
         fsx.delete_file_system(conn, {"FileSystemId": FS_ID}, timeout=600, clock=lambda: 0, sleep=pytest.fail)
+
+
+# ------------------------------------------------------------ restore from a backup
+
+def _backup(backup_id, created, name="trn-rehearsal-data", lifecycle="AVAILABLE", deployment_type="PERSISTENT_1", capacity=1200):
+    return {"BackupId": backup_id, "Lifecycle": lifecycle, "CreationTime": created, "Tags": [{"Key": "Name", "Value": name}],
+            "FileSystem": {"FileSystemType": "LUSTRE", "StorageCapacity": capacity, "LustreConfiguration": {"DeploymentType": deployment_type}}}
+
+
+def test_restore_from_backup_must_be_latest_or_a_backup_id():
+    assert fsx.validation_errors(params(restore_from_backup="latest")) == []
+    assert fsx.validation_errors(params(restore_from_backup="backup-0123456789abcdef0")) == []
+    assert fsx.validation_errors(params(restore_from_backup="newest")) == [
+        "restore_from_backup: got 'newest'; allowed: empty (a new, empty file system), 'latest' (the newest backup of this file system)"
+        " or a backup ID (backup-...)"]
+    with_s3 = fsx.validation_errors(params(deployment_type="SCRATCH_2", per_unit_storage_throughput=None, restore_from_backup="latest",
+                                           data_repository={"import_path": "s3://bucket", "auto_import_policy": "NEW"}))
+    assert any(error.startswith("restore_from_backup: set with data_repository") for error in with_s3)
+
+
+def test_newest_backup_takes_the_newest_available_backup_of_this_name():
+    backups = [_backup("backup-00000001", "2026-11-01T00:00:00"), _backup("backup-00000002", "2026-11-20T00:00:00"),
+               _backup("backup-00000003", "2026-11-25T00:00:00", lifecycle="CREATING"),
+               _backup("backup-00000004", "2026-11-29T00:00:00", name="other-data")]
+    assert fsx.newest_backup(backups, "trn-rehearsal-data")["BackupId"] == "backup-00000002"
+    assert fsx.newest_backup(backups, "missing-data") is None
+
+
+def test_restore_problem_names_deployment_type_and_capacity():
+    assert fsx.restore_problem(_backup("backup-00000001", "t"), params()) is None
+    assert "is of a PERSISTENT_2 file system, deployment_type is PERSISTENT_1" in fsx.restore_problem(
+        _backup("backup-00000001", "t", deployment_type="PERSISTENT_2"), params())
+    assert fsx.restore_problem(_backup("backup-00000001", "t", capacity=2400), params()) == (
+        "storage_capacity: got 1200 GiB; allowed: at least the 2400 GiB of backup backup-00000001 (restore_from_backup)")
+    assert "is CREATING; allowed: an AVAILABLE backup" in fsx.restore_problem(_backup("backup-00000001", "t", lifecycle="CREATING"), params())
+
+
+def test_restore_request_keeps_what_create_file_system_from_backup_takes():
+    request = fsx.restore_request(params(weekly_maintenance_start_time="7:03:00", automatic_backup_retention_days=7), "backup-00000001")
+    assert request["BackupId"] == "backup-00000001" and "FileSystemType" not in request
+    assert request["LustreConfiguration"] == {"DataCompressionType": "LZ4", "PerUnitStorageThroughput": 200,
+                                              "WeeklyMaintenanceStartTime": "7:03:00", "AutomaticBackupRetentionDays": 7}
+    assert request["SubnetIds"] == [SUBNET] and request["SecurityGroupIds"] == [GROUP]

@@ -100,6 +100,9 @@ def test_every_role_with_an_argument_spec_has_rules_registered():
     ("fsx_lustre", {"fsx_lustre_deployment_type": "PERSISTENT_1", "fsx_lustre_storage_capacity_gib": 1200, "fsx_lustre_per_unit_storage_throughput": 200,
                     "fsx_lustre_daily_automatic_backup_start_time": "25:00"},
      "fsx_lustre_daily_automatic_backup_start_time: got '25:00' (str); allowed: empty (AWS chooses) or HH:MM in UTC"),
+    ("fsx_lustre", {"fsx_lustre_deployment_type": "PERSISTENT_1", "fsx_lustre_storage_capacity_gib": 1200, "fsx_lustre_per_unit_storage_throughput": 200,
+                    "fsx_lustre_restore_backup": "newest"},
+     "fsx_lustre_restore_backup: got 'newest' (str); allowed: empty (a new, empty file system), 'latest'"),
 ])
 def test_one_bad_variable_gives_one_line(role, change, line):
     found = problems(role, eks_cluster_public_access_cidrs=["127.0.0.1/32"], **{**NETWORK_GOOD, **change}) if role == "network" \
