@@ -14,6 +14,8 @@ description:
     books and reported C(ok) - C(set_fact), C(assert), role argument spec checks,
     C(trainium.eks.validate_variables) - and the C(include_tasks) / C(include_role) tasks with their
     C(included:) lines.
+  - The header of a play shows with its first task that prints something, so a play that prints
+    nothing (the C(never)-tagged Teardown play of C(site.yml) on a normal run) leaves no empty header.
   - Anything changed, failed, skipped on purpose or printed by C(debug) shows as usual; with C(-v) or
     more, everything does.
   - The collection's C(ansible.cfg) selects it; AWX and other callbacks are unaffected.
@@ -47,6 +49,22 @@ class CallbackModule(DefaultCallback):
     def _quiet(self, result):
         return (self._display.verbosity < 1 and result._task.action in QUIET_ACTIONS
                 and not result._result.get("changed", False))
+
+    _pending_play = None
+
+    def v2_playbook_on_play_start(self, play):
+        if self._display.verbosity >= 1:
+            super().v2_playbook_on_play_start(play)
+            return
+        # Shown with the play's first task banner (default's own state is kept as it would be).
+        self._play = play
+        self._pending_play = play
+
+    def _print_task_banner(self, task):
+        pending, self._pending_play = self._pending_play, None
+        if pending is not None:
+            super().v2_playbook_on_play_start(pending)
+        super()._print_task_banner(task)
 
     def v2_runner_on_ok(self, result):
         if self._quiet(result):
