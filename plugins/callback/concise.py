@@ -16,6 +16,9 @@ description:
     C(included:) lines.
   - The header of a play shows with its first task that prints something, so a play that prints
     nothing (the C(never)-tagged Teardown play of C(site.yml) on a normal run) leaves no empty header.
+  - Deprecation warnings that upstream modules give on every call, whatever their options, and that
+    the collection has checked do not concern it, are left out (listed in C(KNOWN_DEPRECATIONS) of
+    the plugin, each with its reason); every other deprecation shows.
   - Anything changed, failed, skipped on purpose or printed by C(debug) shows as usual; with C(-v) or
     more, everything does.
   - The collection's C(ansible.cfg) selects it; AWX and other callbacks are unaffected.
@@ -39,6 +42,18 @@ QUIET_ACTIONS = frozenset((
     "include_tasks", "ansible.builtin.include_tasks", "ansible.legacy.include_tasks",
     "include_role", "ansible.builtin.include_role", "ansible.legacy.include_role",
 ))
+
+
+# (module, start of the message): deprecations an upstream module announces on
+# every call, whatever its options, that do not concern the collection.
+KNOWN_DEPRECATIONS = (
+    # Said even when the task does not read the return value; nothing in the collection reads it.
+    ("amazon.aws.iam_role", "In a release after 2026-05-01 iam_role.assume_role_policy_document_raw will no longer be returned"),
+)
+
+
+def _message(summary):
+    return getattr(getattr(summary, "event", None), "msg", None) or str(summary)
 
 
 class CallbackModule(DefaultCallback):
@@ -75,6 +90,20 @@ class CallbackModule(DefaultCallback):
         if self._quiet(result):
             return
         super().v2_runner_item_on_ok(result)
+
+    def _handle_warnings(self, res):
+        current = self._current_task_result
+        if self._display.verbosity < 1 and current is not None and res.get("deprecations") and current.deprecations:
+            action = current.task.resolved_action or current.task.action
+            kept = [summary for summary in current.deprecations
+                    if not any(action == module and _message(summary).startswith(start) for module, start in KNOWN_DEPRECATIONS)]
+            if not kept:
+                res.pop("deprecations", None)
+            elif len(kept) < len(current.deprecations):
+                res.pop("deprecations", None)
+                for summary in kept:
+                    self._display._deprecated(summary)
+        super()._handle_warnings(res)
 
     def v2_playbook_on_include(self, included_file):
         if self._display.verbosity < 1:

@@ -179,4 +179,6 @@ def test_a_node_group_that_ended_create_failed_is_reported_and_replaced(aws, inp
     after = eks.describe_nodegroup(clusterName=CLUSTER, nodegroupName=NODEGROUP)["nodegroup"]
     assert after["status"] == "ACTIVE" and after["nodegroupArn"] != before["nodegroupArn"]
     assert _facts(replaced)["nodegroups"]["trn1"]["status"] == "ACTIVE"
+    # Neither our warning nor amazon.aws.iam_role's standing notice comes with a deprecation line.
+    assert "DEPRECATION" not in replaced.output
     assert role(inputs["vars"]).recap["changed"] == 0
