@@ -15,10 +15,19 @@ Two halves:
 Only what the caller asked for is compared (an option left unset is never a
 difference), and only what the cluster reports (an attribute the API does not
 return is not treated as a difference either).
+
+Access entries of extra administrators (``admin_principal_arns``): each listed
+IAM principal gets a STANDARD access entry, tagged ``trainium.eks/access-entry:
+admin``, with AmazonEKSClusterAdminPolicy at cluster scope. The cluster tag
+``trainium.eks/admin-entries`` keeps a short hash of each principal listed by
+the last run; a hash no longer listed points at an entry that may have to go,
+and only an entry carrying the tag is deleted. So a run that changes nothing
+reads one ListAssociatedAccessPolicies per listed principal and nothing else.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 import time
 
@@ -45,6 +54,17 @@ BUSY_STATES = ("CREATING", "UPDATING")
 # CreateCluster right after the IAM role was created: the role has not reached EKS yet.
 ROLE_NOT_ASSUMABLE = re.compile(r"(cannot|could not|can't|unable to) be assumed", re.IGNORECASE)
 ROLE_PROPAGATION_ATTEMPTS = 6
+# Extra administrators: access entries of listed IAM principals.
+DEFAULT_AUTHENTICATION_MODE = "API"
+ADMIN_POLICY_NAME = "AmazonEKSClusterAdminPolicy"
+PRINCIPAL_ARN_PATTERN = re.compile(r"^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/([\w+=,.@-]+/)*[\w+=,.@-]{1,64}$")
+# Tag of the access entries the module creates; only those are ever deleted.
+ACCESS_ENTRY_TAG = "trainium.eks/access-entry"
+ACCESS_ENTRY_TAG_VALUE = "admin"
+# Cluster tag: a hash of each principal the last run listed (space-separated,
+# sorted); AWS tag values hold 256 characters, 9 per principal.
+ADMIN_ENTRIES_TAG = "trainium.eks/admin-entries"
+MAX_ADMIN_PRINCIPALS = 25
 
 
 class EksClusterError(common.TrainiumAWSError):
@@ -122,6 +142,32 @@ def validate_request(params):
     key = params.get("secrets_encryption_kms_key_arn")
     if key and not key.startswith("arn:"):
         raise EksConfigError(f"secrets_encryption_kms_key_arn: got {key!r}; allowed: the ARN of a KMS key (arn:...:kms:...:key/...)")
+    mode = params.get("authentication_mode")
+    if mode == "CONFIG_MAP" and params.get("bootstrap_cluster_creator_admin") is False:
+        raise EksConfigError("bootstrap_cluster_creator_admin: got False with authentication_mode CONFIG_MAP; allowed: true "
+                             "(EKS keeps the creator an administrator in CONFIG_MAP), or authentication_mode API or API_AND_CONFIG_MAP")
+    problem = admin_principals_problem(params.get("admin_principal_arns"), mode)
+    if problem:
+        raise EksConfigError(problem)
+
+
+def admin_principals_problem(arns, mode=None):
+    """What is wrong with a list of administrator principal ARNs (and the mode they need); None when nothing."""
+    if arns is None:
+        return None
+    for index, arn in enumerate(arns):
+        if not isinstance(arn, str) or not PRINCIPAL_ARN_PATTERN.match(arn):
+            return (f"admin_principal_arns[{index}]: got {arn!r}; allowed: the ARN of an IAM role or user, such as "
+                    "arn:aws:iam::111122223333:role/platform-admins (for an assumed-role session, its role's ARN)")
+    duplicates = sorted({arn for arn in arns if arns.count(arn) > 1})
+    if duplicates:
+        return f"admin_principal_arns: got {duplicates[0]!r} twice; allowed: each principal once"
+    if len(arns) > MAX_ADMIN_PRINCIPALS:
+        return f"admin_principal_arns: got {len(arns)} principals; allowed: at most {MAX_ADMIN_PRINCIPALS}"
+    if arns and mode == "CONFIG_MAP":
+        return (f"admin_principal_arns: got {len(arns)} principal(s) with authentication_mode CONFIG_MAP; allowed: "
+                "none in CONFIG_MAP (access entries need API or API_AND_CONFIG_MAP)")
+    return None
 
 
 def create_request(params):
@@ -143,17 +189,19 @@ def create_request(params):
         request["logging"] = logging_request(params["logging"])
     if params.get("secrets_encryption_kms_key_arn"):
         request["encryptionConfig"] = [{"resources": ["secrets"], "provider": {"keyArn": params["secrets_encryption_kms_key_arn"]}}]
-    access = {}
-    if params.get("authentication_mode"):
-        access["authenticationMode"] = params["authentication_mode"]
+    access = {"authenticationMode": params.get("authentication_mode") or DEFAULT_AUTHENTICATION_MODE}
     if params.get("bootstrap_cluster_creator_admin") is not None:
         access["bootstrapClusterCreatorAdminPermissions"] = params["bootstrap_cluster_creator_admin"]
-    if access:
-        request["accessConfig"] = access
+    request["accessConfig"] = access
     if params.get("upgrade_policy"):
         request["upgradePolicy"] = {"supportType": params["upgrade_policy"]}
-    if params.get("tags"):
-        request["tags"] = dict(params["tags"])
+    tags = dict(params.get("tags") or {})
+    hint = admin_entries_tag_value(principal_key(arn) for arn in params.get("admin_principal_arns") or [])
+    if hint:
+        # Before the entries exist: a run cut short after creating one still knows it.
+        tags[ADMIN_ENTRIES_TAG] = hint
+    if tags:
+        request["tags"] = tags
     return request
 
 
@@ -252,7 +300,12 @@ def plan_update(cluster, params, purge_tags=True):
     if params.get("secrets_encryption_kms_key_arn") and not encryption_key(cluster):
         encryption = params["secrets_encryption_kms_key_arn"]
 
-    tags = common.tag_diff(cluster.get("tags"), params.get("tags"), purge_tags)
+    desired_tags = params.get("tags")
+    current_hint = (cluster.get("tags") or {}).get(ADMIN_ENTRIES_TAG)
+    if desired_tags is not None and current_hint is not None:
+        # The access entry convergence owns this tag (see plan_access_entries).
+        desired_tags = dict(desired_tags, **{ADMIN_ENTRIES_TAG: current_hint})
+    tags = common.tag_diff(cluster.get("tags"), desired_tags, purge_tags)
     return common.new_plan(errors, tags, version=version, config=config, encryption=encryption)
 
 
@@ -295,6 +348,71 @@ def cluster_from_request(request):
         if key in request:
             cluster[key] = request[key]
     return cluster
+
+
+def admin_policy_arn(cluster_arn):
+    """AmazonEKSClusterAdminPolicy in the cluster's partition."""
+    partition = (cluster_arn or "arn:aws").split(":")[1]
+    return f"arn:{partition}:eks::aws:cluster-access-policy/{ADMIN_POLICY_NAME}"
+
+
+def principal_key(arn):
+    """The short hash of a principal ARN kept in the cluster tag (8 hex digits)."""
+    return hashlib.sha256(arn.encode("utf-8")).hexdigest()[:8]
+
+
+def admin_entries_hint(cluster):
+    """The principal hashes of the cluster tag, as a set."""
+    return set(((cluster.get("tags") or {}).get(ADMIN_ENTRIES_TAG) or "").split())
+
+
+def admin_entries_tag_value(keys):
+    """The cluster tag's value for a set of principal hashes; empty for none."""
+    return " ".join(sorted(set(keys)))
+
+
+def access_entries_usable(cluster):
+    """Whether the cluster's authentication mode lets it have access entries (unknown: yes)."""
+    return (cluster.get("accessConfig") or {}).get("authenticationMode") != "CONFIG_MAP"
+
+
+def is_admin(policies, policy_arn):
+    """Whether associated access policies include ``policy_arn`` at cluster scope."""
+    return any(p.get("policyArn") == policy_arn and (p.get("accessScope") or {}).get("type") == "cluster" for p in policies or [])
+
+
+def entry_is_ours(entry):
+    """Whether an access entry carries the tag of the entries this module creates."""
+    return (entry or {}).get("tags", {}).get(ACCESS_ENTRY_TAG) == ACCESS_ENTRY_TAG_VALUE
+
+
+def stale_keys(cluster, wanted):
+    """Hashes of the cluster tag whose principals are no longer listed."""
+    return admin_entries_hint(cluster) - {principal_key(arn) for arn in wanted}
+
+
+def plan_access_entries(cluster, wanted, policies, stale_entries):
+    """What to do so that exactly the ``wanted`` principals are the module's administrators.
+
+    ``policies``: for each wanted ARN, its associated access policies, None
+    when it has no access entry. ``stale_entries``: the entries found for
+    hashes of the cluster tag that are no longer listed, {ARN: DescribeAccessEntry
+    answer}. Returns {"create": [...], "associate": [...], "delete": [...],
+    "hint_before": str, "hint_after": str, "before": [...], "changed": bool}:
+    entries to create (STANDARD, tagged), principals to associate the admin
+    policy with at cluster scope, entries to delete (only tagged ones), the
+    cluster tag's value now and after, and the principals that are
+    administrators through the module now (for the diff).
+    """
+    policy = admin_policy_arn(cluster.get("arn"))
+    create = [arn for arn in wanted if policies.get(arn) is None]
+    associate = [arn for arn in wanted if not is_admin(policies.get(arn), policy)]
+    delete = sorted(arn for arn, entry in stale_entries.items() if entry_is_ours(entry))
+    before = sorted([arn for arn in wanted if is_admin(policies.get(arn), policy)] + delete)
+    hint_before = (cluster.get("tags") or {}).get(ADMIN_ENTRIES_TAG) or ""
+    hint_after = admin_entries_tag_value(principal_key(arn) for arn in wanted)
+    return {"create": create, "associate": associate, "delete": delete, "hint_before": hint_before, "hint_after": hint_after,
+            "before": before, "changed": bool(create or associate or delete)}
 
 
 def oidc_issuer(cluster):
@@ -493,3 +611,98 @@ def oidc_provider_arns_of_cluster(iam, cluster_name, issuer_arn=None):
         if tags.get(OIDC_CLUSTER_TAG) == cluster_name:
             found.append(arn)
     return found
+
+
+# ------------------------------------------------------------ access entries
+
+
+@EksErrorHandler.list_error_handler("list the access policies of an EKS access entry", default_value=None)
+@AWSRetry.jittered_backoff()
+def list_associated_policies(client, cluster_name, principal_arn):
+    """The access policies associated with a principal's entry; None when it has no entry."""
+    paginator = client.get_paginator("list_associated_access_policies")
+    pages = paginator.paginate(clusterName=cluster_name, principalArn=principal_arn)
+    return [policy for page in pages for policy in page.get("associatedAccessPolicies", [])]
+
+
+@EksErrorHandler.list_error_handler("list the access entries of an EKS cluster", default_value=[])
+@AWSRetry.jittered_backoff()
+def list_access_entries(client, cluster_name):
+    paginator = client.get_paginator("list_access_entries")
+    return [arn for page in paginator.paginate(clusterName=cluster_name) for arn in page.get("accessEntries", [])]
+
+
+@EksErrorHandler.list_error_handler("describe an EKS access entry", default_value=None)
+@AWSRetry.jittered_backoff()
+def describe_access_entry(client, cluster_name, principal_arn):
+    return client.describe_access_entry(clusterName=cluster_name, principalArn=principal_arn)["accessEntry"]
+
+
+@EksErrorHandler.common_error_handler("create an EKS access entry")
+@AWSRetry.jittered_backoff()
+def create_access_entry(client, cluster_name, principal_arn, tags):
+    return client.create_access_entry(clusterName=cluster_name, principalArn=principal_arn, type="STANDARD", tags=dict(tags))["accessEntry"]
+
+
+@EksErrorHandler.common_error_handler("associate AmazonEKSClusterAdminPolicy with an EKS access entry")
+@AWSRetry.jittered_backoff()
+def associate_admin_policy(client, cluster_name, principal_arn, policy_arn):
+    client.associate_access_policy(clusterName=cluster_name, principalArn=principal_arn, policyArn=policy_arn,
+                                   accessScope={"type": "cluster"})
+
+
+@EksErrorHandler.deletion_error_handler("delete an EKS access entry")
+@AWSRetry.jittered_backoff()
+def delete_access_entry(client, cluster_name, principal_arn):
+    client.delete_access_entry(clusterName=cluster_name, principalArn=principal_arn)
+    return True
+
+
+def read_access_entries(client, cluster, wanted):
+    """(policies of each wanted principal, stale entries): the reads ``plan_access_entries`` needs.
+
+    One ListAssociatedAccessPolicies per wanted principal; ListAccessEntries
+    and a DescribeAccessEntry per candidate only when the cluster tag names a
+    principal no longer listed.
+    """
+    name = cluster["name"]
+    policies = {arn: list_associated_policies(client, name, arn) for arn in wanted}
+    stale = stale_keys(cluster, wanted)
+    stale_entries = {}
+    if stale:
+        for arn in list_access_entries(client, name):
+            if principal_key(arn) in stale and arn not in wanted:
+                entry = describe_access_entry(client, name, arn)
+                if entry is not None:
+                    stale_entries[arn] = entry
+    return policies, stale_entries
+
+
+def apply_access_entries(client, cluster, plan, entry_tags):
+    """Carry out ``plan_access_entries``'s plan; the cluster tag first grows, then shrinks, so a cut-short run forgets nothing."""
+    name, arn = cluster["name"], cluster["arn"]
+    before = set(plan["hint_before"].split())
+    after = set(plan["hint_after"].split())
+    grown = admin_entries_tag_value(before | after)
+    if grown != plan["hint_before"]:
+        common.update_tags(client, arn, {ADMIN_ENTRIES_TAG: grown}, [])
+    for principal in plan["create"]:
+        create_access_entry(client, name, principal, entry_tags)
+    policy = admin_policy_arn(arn)
+    for principal in plan["associate"]:
+        associate_admin_policy(client, name, principal, policy)
+    for principal in plan["delete"]:
+        delete_access_entry(client, name, principal)
+    if plan["hint_after"] != grown:
+        if plan["hint_after"]:
+            common.update_tags(client, arn, {ADMIN_ENTRIES_TAG: plan["hint_after"]}, [])
+        else:
+            common.update_tags(client, arn, {}, [ADMIN_ENTRIES_TAG])
+
+
+def tags_after_access_entries(tags, plan):
+    """The cluster's tags once the plan's cluster tag is written (check mode, results)."""
+    tags = {key: value for key, value in (tags or {}).items() if key != ADMIN_ENTRIES_TAG}
+    if plan["hint_after"]:
+        tags[ADMIN_ENTRIES_TAG] = plan["hint_after"]
+    return tags

@@ -18,10 +18,18 @@ botocore, so that it also runs outside Ansible:
   client built from its AWS options;
 - the role ``trainium.eks.eks_cluster`` copies this file next to the
   kubeconfig it writes and names it as the kubeconfig's exec credential
-  plugin: ``python trainium_eks_token.py --cluster-name N --region R
+  plugin: ``python3 <cluster>-eks-token.py --cluster-name N --region R
   [--endpoint-url U] [--profile P]`` prints an ExecCredential
   (``client.authentication.k8s.io/v1beta1``) on stdout;
 - tests import the pure helpers.
+
+As the exec plugin it runs under whatever ``python3`` kubectl finds on PATH
+(no virtualenv path is written into the kubeconfig, so rebuilding or moving
+one breaks nothing). That Python signs with botocore when it has it;
+without botocore the token comes from ``aws eks get-token`` when the AWS CLI
+is on PATH (the same token, the CLI's STS endpoint set by
+``AWS_ENDPOINT_URL_STS`` when ``--endpoint-url`` is given), and otherwise the
+helper fails with a message that says what to install.
 """
 
 from __future__ import annotations
@@ -30,14 +38,19 @@ import argparse
 import base64
 import datetime
 import json
+import os
+import shutil
+import subprocess
 import sys
 
 try:
     import botocore.session
     from botocore.exceptions import BotoCoreError
     from botocore.exceptions import ClientError
-except ImportError:  # pragma: no cover - reported by the callers
+    HAS_BOTOCORE = True
+except ImportError:  # reported by the callers; the exec plugin falls back to the AWS CLI
     BotoCoreError = ClientError = Exception
+    HAS_BOTOCORE = False
 
 TOKEN_PREFIX = "k8s-aws-v1."
 CLUSTER_ID_HEADER = "x-k8s-aws-id"
@@ -133,12 +146,54 @@ def parse_args(argv):
     return parser.parse_args(argv)
 
 
+class TokenError(Exception):
+    """No token could be made; the message says why and what to do."""
+
+
+def cli_command(args, aws):
+    """(argv, environment) of ``aws eks get-token`` for the helper's arguments."""
+    argv = [aws, "eks", "get-token", "--cluster-name", args.cluster_name, "--region", args.region, "--output", "json"]
+    if args.profile:
+        argv += ["--profile", args.profile]
+    env = dict(os.environ)
+    if args.endpoint_url:
+        # get-token has no option for its STS endpoint; botocore reads this one.
+        env["AWS_ENDPOINT_URL_STS"] = args.endpoint_url
+    return argv, env
+
+
+def token_from_cli(args, which=shutil.which, run=subprocess.run):
+    """{'token', 'expiration'} from ``aws eks get-token``; TokenError when there is no AWS CLI or it fails."""
+    aws = which("aws")
+    if not aws:
+        raise TokenError(
+            f"{sys.executable} cannot import botocore and there is no AWS CLI (aws) on PATH; install botocore for this Python "
+            f"({os.path.basename(sys.executable)} -m pip install --user botocore), install the AWS CLI, or put a Python "
+            "that has botocore first on PATH as python3 (for example a virtualenv's bin directory)"
+        )
+    argv, env = cli_command(args, aws)
+    done = run(argv, env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise TokenError(f"{' '.join(argv[:3])} failed ({done.returncode}): {done.stderr.strip()}")
+    try:
+        status = json.loads(done.stdout)["status"]
+        token, expiration = status["token"], status["expirationTimestamp"]
+    except (ValueError, KeyError, TypeError) as e:
+        raise TokenError(f"{' '.join(argv[:3])} printed no ExecCredential: {e}") from e
+    if not str(token).startswith(TOKEN_PREFIX):
+        raise TokenError(f"{' '.join(argv[:3])} printed a token that is not a {TOKEN_PREFIX} token")
+    return {"token": token, "expiration": expiration}
+
+
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     try:
-        client = sts_client(args.region, endpoint_url=args.endpoint_url, profile=args.profile)
-        token = make_token(client, args.cluster_name)
-    except (BotoCoreError, ClientError, ValueError) as e:
+        if HAS_BOTOCORE:
+            client = sts_client(args.region, endpoint_url=args.endpoint_url, profile=args.profile)
+            token = make_token(client, args.cluster_name)
+        else:
+            token = token_from_cli(args)
+    except (BotoCoreError, ClientError, ValueError, TokenError) as e:
         sys.stderr.write(f"trainium_eks_token: cannot make a token for cluster {args.cluster_name}: {e}\n")
         return 1
     sys.stdout.write(json.dumps(exec_credential(token["token"], token["expiration"])) + "\n")

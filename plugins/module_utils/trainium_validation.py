@@ -28,6 +28,7 @@ import re
 from ansible.module_utils.parsing.convert_bool import BOOLEANS, boolean
 
 from ansible_collections.trainium.eks.plugins.module_utils import trainium_fsx as fsx
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_eks import MAX_ADMIN_PRINCIPALS, PRINCIPAL_ARN_PATTERN
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_deployment import (
     DEPLOYMENT_VARIABLES,
     deployment_errors,
@@ -261,6 +262,36 @@ def eks_cluster_problems(values):
     service_cidr = values.get("eks_cluster_service_ipv4_cidr")
     if service_cidr and ipv4_network(service_cidr) is None:
         problems.add("eks_cluster_service_ipv4_cidr", service_cidr, "empty (EKS chooses) or an IPv4 CIDR block such as 172.20.0.0/16")
+    problems.extend(eks_access_problems(values))
+    return problems
+
+
+def eks_access_problems(values):
+    """Who administers the cluster: principal ARNs, their number, and what the authentication mode allows."""
+    problems = Problems()
+    name = "eks_cluster_admin_principal_arns"
+    arns = values.get(name) or []
+    for index, arn in enumerate(arns):
+        problems.check_re(f"{name}[{index}]", arn, PRINCIPAL_ARN_PATTERN,
+                          "the ARN of an IAM role or user, such as arn:aws:iam::111122223333:role/platform-admins "
+                          "(for an assumed-role session, its role's ARN)")
+    if len(set(map(str, arns))) < len(arns):
+        problems.add(name, arns, "each principal once")
+    if len(arns) > MAX_ADMIN_PRINCIPALS:
+        problems.add(name, arns, f"at most {MAX_ADMIN_PRINCIPALS} principals")
+    if values.get("eks_cluster_state", "present") != "present":
+        return problems
+    mode = values.get("eks_cluster_authentication_mode")
+    if mode == "CONFIG_MAP" and arns:
+        problems.add(name, arns, "[] with eks_cluster_authentication_mode CONFIG_MAP (access entries need API or API_AND_CONFIG_MAP)")
+    bootstrap = values.get("eks_cluster_bootstrap_creator_admin")
+    if bootstrap is False and mode == "CONFIG_MAP":
+        problems.add("eks_cluster_bootstrap_creator_admin", bootstrap,
+                     "true with eks_cluster_authentication_mode CONFIG_MAP (EKS refuses false there)")
+    elif bootstrap is False and not arns and values.get("eks_cluster_verify_access", True):
+        problems.add("eks_cluster_bootstrap_creator_admin", bootstrap,
+                     "true, or false with the principal that runs the collection in eks_cluster_admin_principal_arns: nobody "
+                     "could use the cluster, and the role reads kube-system through the kubeconfig (eks_cluster_verify_access)")
     return problems
 
 

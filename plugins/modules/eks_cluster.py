@@ -23,6 +23,9 @@ description:
   - With O(oidc_provider=true) it also keeps the IAM OpenID Connect provider of
     the cluster's issuer (client ID C(sts.amazonaws.com)), which IAM roles for
     service accounts need, and deletes it with the cluster.
+  - With O(admin_principal_arns) it keeps an EKS access entry for each listed IAM
+    principal with C(AmazonEKSClusterAdminPolicy) at cluster scope, and deletes the
+    entries it created for principals no longer listed.
   - Supports check mode and diff mode.
 author:
   - trainium.eks developers (@trainium-eks)
@@ -91,10 +94,12 @@ options:
   authentication_mode:
     description:
       - How the cluster maps IAM principals to Kubernetes identities. EKS only
-        moves forward, V(CONFIG_MAP) -> V(API_AND_CONFIG_MAP) -> V(API).
+        moves forward, V(CONFIG_MAP) -> V(API_AND_CONFIG_MAP) -> V(API), with
+        C(UpdateClusterConfig); a step back fails before anything changes.
+      - Unset creates the cluster with V(API) (access entries only, no C(aws-auth) ConfigMap)
+        and leaves the mode of an existing cluster alone.
     type: str
     choices: [CONFIG_MAP, API_AND_CONFIG_MAP, API]
-    default: API_AND_CONFIG_MAP
   upgrade_policy:
     description:
       - Support type of the cluster's Kubernetes version (C(upgradePolicy.supportType)).
@@ -109,9 +114,27 @@ options:
   bootstrap_cluster_creator_admin:
     description:
       - Give the IAM principal that creates the cluster Kubernetes administrator
-        access. Only used when the cluster is created.
+        access (with a mode that has C(API), an access entry EKS makes, which this module never deletes).
+        Only used when the cluster is created.
+      - V(false) with O(authentication_mode=CONFIG_MAP) fails, as EKS refuses it. With V(false), list the
+        principals that need access in O(admin_principal_arns).
     type: bool
     default: true
+  admin_principal_arns:
+    description:
+      - ARNs of IAM roles or users (at most 25) that get Kubernetes administrator access through
+        EKS access entries - a C(STANDARD) entry each, tagged C(trainium.eks/access-entry=admin), with
+        C(arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy) associated at cluster scope.
+      - An entry that exists already (the creator's, or one made by hand) only gets the policy, if it lacks it.
+        Entries this module created for principals no longer listed are deleted; entries it did not create are left alone.
+      - The cluster tag C(trainium.eks/admin-entries) holds a short hash of each listed principal, so that a run
+        that changes nothing reads only one C(ListAssociatedAccessPolicies) per principal.
+      - Entries need the cluster C(ACTIVE) and a mode with C(API); while a new or updated cluster is not
+        C(ACTIVE) yet (and O(wait=false)), the module leaves them and returns RV(access_entries_pending=true);
+        run it again once the cluster is C(ACTIVE).
+      - Unset leaves access entries alone (no call). V([]) removes the ones the module created.
+    type: list
+    elements: str
   service_ipv4_cidr:
     description: CIDR block of Kubernetes service IP addresses; fixed at creation.
     type: str
@@ -144,13 +167,16 @@ options:
     type: int
     default: 1200
 notes:
-  - Access entries are not managed; O(bootstrap_cluster_creator_admin) is how the caller gets access.
+  - Access entries other than those of O(admin_principal_arns) are not managed; O(bootstrap_cluster_creator_admin)
+    is how the caller gets access.
   - EKS can change the subnets and security groups of a running cluster since 2023; this module does not, it reports the difference.
   - Needs C(eks:DescribeCluster), C(eks:CreateCluster), C(eks:UpdateClusterConfig),
     C(eks:UpdateClusterVersion), C(eks:AssociateEncryptionConfig), C(eks:DescribeUpdate),
     C(eks:TagResource), C(eks:UntagResource), C(eks:DeleteCluster), C(iam:PassRole) on O(role_arn), and for
     the OIDC provider C(iam:ListOpenIDConnectProviders), C(iam:GetOpenIDConnectProvider),
-    C(iam:CreateOpenIDConnectProvider), C(iam:AddClientIDToOpenIDConnectProvider), C(iam:DeleteOpenIDConnectProvider), C(iam:TagOpenIDConnectProvider).
+    C(iam:CreateOpenIDConnectProvider), C(iam:AddClientIDToOpenIDConnectProvider), C(iam:DeleteOpenIDConnectProvider), C(iam:TagOpenIDConnectProvider),
+    and with O(admin_principal_arns) C(eks:ListAssociatedAccessPolicies), C(eks:ListAccessEntries), C(eks:DescribeAccessEntry),
+    C(eks:CreateAccessEntry), C(eks:AssociateAccessPolicy), C(eks:DeleteAccessEntry).
 extends_documentation_fragment:
   - amazon.aws.common.modules
   - amazon.aws.region.modules
@@ -171,6 +197,13 @@ EXAMPLES = r"""
       trainium.eks/cluster: trn-rehearsal
     wait: true
   register: eks
+
+- name: Make the platform team's role a cluster administrator (API mode, creator entry left to EKS)
+  trainium.eks.eks_cluster:
+    name: trn-rehearsal
+    authentication_mode: API
+    admin_principal_arns:
+      - arn:aws:iam::123456789012:role/platform-admins
 
 - name: Upgrade the control plane one minor version
   trainium.eks.eks_cluster:
@@ -282,12 +315,25 @@ cluster:
     tags:
       description: Tags of the cluster.
       type: dict
+    admin_principal_arns:
+      description:
+        - The principals that are administrators through the access entries this task keeps, sorted.
+        - Only with O(admin_principal_arns), and not while RV(access_entries_pending) is true.
+      type: list
+      elements: str
+      sample: [arn:aws:iam::123456789012:role/platform-admins]
+access_entries_pending:
+  description:
+    - Whether the access entries of O(admin_principal_arns) are left for a later run because the cluster is not C(ACTIVE) yet.
+  returned: always
+  type: bool
+  sample: false
 updates:
   description: The EKS update calls made (or that check mode would make), by kind.
   returned: always
   type: list
   elements: str
-  sample: [logging, endpoint_access, upgrade_policy, tags]
+  sample: [logging, endpoint_access, upgrade_policy, tags, access_entries]
 diff:
   description: Cluster settings before and after, when run with C(--diff).
   returned: when diff mode is on
@@ -342,6 +388,7 @@ def present(module, client, iam):
     name = params["name"]
     cluster, before = _look_up(client, name)
     updates = []
+    admins = params["admin_principal_arns"]
 
     if cluster is None:
         missing = [option for option in ("role_arn", "subnets") if not params.get(option)]
@@ -351,8 +398,11 @@ def present(module, client, iam):
         request = eks.create_request(params)
         if module.check_mode:
             after = eks.cluster_from_request(request)
-            module.exit_json(changed=True, exists=True, cluster=eks.describe_result(after), updates=["create"],
-                             **_diff(module, before, eks.diff_view(after)))
+            access = eks.plan_access_entries(after, admins, {}, {}) if admins else None
+            result = eks.describe_result(after)
+            _add_admins(result, admins, access)
+            module.exit_json(changed=True, exists=True, cluster=result, updates=["create"] + (["access_entries"] if access else []),
+                             access_entries_pending=False, **_diff(module, before, _add_admins(eks.diff_view(after), admins, access)))
             return
         cluster = eks.create_cluster(client, request)
         updates.append("create")
@@ -367,6 +417,11 @@ def present(module, client, iam):
         if plan["errors"]:
             module.fail_json(msg=eks.refusal(cluster, plan["errors"]))
             return
+        readable = eks.access_entries_usable(cluster)
+        if admins and not eks.access_entries_usable(eks.apply_plan_locally(cluster, plan)):
+            module.fail_json(msg=f"admin_principal_arns: got {len(admins)} principal(s) for EKS cluster {name}, whose authentication "
+                                 "mode is CONFIG_MAP; allowed: none, or authentication_mode API or API_AND_CONFIG_MAP (access entries)")
+            return
         if plan["changed"]:
             updates = _plan_kinds(plan)
             if module.check_mode:
@@ -376,6 +431,14 @@ def present(module, client, iam):
 
     if not module.check_mode:
         cluster = eks.describe_cluster(client, name) or cluster
+        readable = eks.access_entries_usable(cluster)
+
+    access, pending = None, False
+    if admins is not None:
+        access, pending = converge_access_entries(module, client, cluster, admins, readable)
+        if access and (access["changed"] or access["hint_before"] != access["hint_after"]):
+            updates.append("access_entries")
+            cluster = dict(cluster, tags=eks.tags_after_access_entries(cluster.get("tags"), access))
 
     oidc_arn = None
     if params["oidc_provider"]:
@@ -383,11 +446,45 @@ def present(module, client, iam):
         if oidc_changed:
             updates.append("oidc_provider")
 
+    after = _add_admins(eks.diff_view(cluster), admins, access)
+    if access is not None and before:
+        before = dict(before, admin_principal_arns=access["before"])
     module.exit_json(
-        changed=bool(updates), exists=True, updates=updates,
-        cluster=eks.describe_result(cluster, oidc_arn),
-        **_diff(module, before, eks.diff_view(cluster)),
+        changed=bool(updates), exists=True, updates=updates, access_entries_pending=pending,
+        cluster=_add_admins(eks.describe_result(cluster, oidc_arn), admins, access),
+        **_diff(module, before, after),
     )
+
+
+def converge_access_entries(module, client, cluster, wanted, readable):
+    """(plan or None, pending): the access entries of ``wanted`` made (in check mode: planned).
+
+    ``readable`` says whether the cluster as it is now has a mode with access
+    entries; in check mode ``cluster`` may be the cluster as the plan would
+    leave it. None with pending=True when the cluster is not ACTIVE yet.
+    """
+    if not eks.access_entries_usable(cluster):
+        return None, False
+    if not module.check_mode and cluster.get("status") != "ACTIVE":
+        return None, True
+    if readable:
+        policies, stale_entries = eks.read_access_entries(client, cluster, wanted)
+    else:
+        # The mode goes from CONFIG_MAP to one with API in this run: no entry exists yet.
+        policies, stale_entries = {}, {}
+    plan = eks.plan_access_entries(cluster, wanted, policies, stale_entries)
+    if not module.check_mode and (plan["changed"] or plan["hint_before"] != plan["hint_after"]):
+        tags = dict(module.params["tags"] or {})
+        tags.update({eks.ACCESS_ENTRY_TAG: eks.ACCESS_ENTRY_TAG_VALUE, eks.OIDC_CLUSTER_TAG: cluster["name"]})
+        eks.apply_access_entries(client, cluster, plan, tags)
+    return plan, False
+
+
+def _add_admins(view, admins, access):
+    """A result or diff view with the administrators the task keeps (when it manages them and is not pending)."""
+    if admins is not None and access is not None:
+        view["admin_principal_arns"] = sorted(admins)
+    return view
 
 
 def _plan_kinds(plan):
@@ -461,7 +558,7 @@ def absent(module, client, iam):
     elif module.check_mode:
         exists = False
     module.exit_json(
-        changed=bool(updates), exists=exists, updates=updates,
+        changed=bool(updates), exists=exists, updates=updates, access_entries_pending=False,
         cluster=eks.describe_result(cluster) if exists else {},
         **_diff(module, before, {}),
     )
@@ -484,9 +581,10 @@ def main():
         public_access_cidrs=dict(type="list", elements="str"),
         logging=dict(type="list", elements="str", choices=list(eks.LOG_TYPES)),
         secrets_encryption_kms_key_arn=dict(type="str", no_log=False),
-        authentication_mode=dict(type="str", choices=list(eks.AUTHENTICATION_MODES), default="API_AND_CONFIG_MAP"),
+        authentication_mode=dict(type="str", choices=list(eks.AUTHENTICATION_MODES)),
         upgrade_policy=dict(type="str", choices=list(eks.SUPPORT_TYPES), default="STANDARD"),
         bootstrap_cluster_creator_admin=dict(type="bool", default=True),
+        admin_principal_arns=dict(type="list", elements="str"),
         service_ipv4_cidr=dict(type="str"),
         oidc_provider=dict(type="bool", default=True),
         **common.tags_and_wait_options(wait_timeout=1200),

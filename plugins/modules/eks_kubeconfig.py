@@ -17,6 +17,11 @@ description:
     caller's AWS credentials each time kubectl or a client needs one.
   - The helper is named after the cluster (V(<cluster>-eks-token.py)), so that
     removing one cluster's kubeconfig never breaks another's.
+  - The kubeconfig runs the helper with O(python), by default V(python3) as kubectl finds it on
+    C(PATH) when it needs a token, not the interpreter that ran Ansible, so that
+    rebuilding or moving a virtualenv does not break it. The helper signs with botocore when that
+    Python has it, runs C(aws eks get-token) when it has not and the AWS CLI is on C(PATH), and
+    otherwise fails with a message saying what to install.
   - Creates the directory (mode C(0700)) when it is missing. Writes only what
     differs; a second run reports no change.
   - With O(state=absent), removes the kubeconfig and the helper.
@@ -68,8 +73,11 @@ options:
     type: str
   python:
     description:
-      - Python interpreter (with botocore) that runs the helper. Required with O(state=present).
+      - The command that runs the helper, written into the kubeconfig as the exec plugin's C(command).
+      - V(python3) (the default) is looked up on C(PATH) each time a token is needed.
+        An absolute path (for example a virtualenv's C(bin/python)) works only as long as that interpreter exists there.
     type: str
+    default: python3
   helper_source:
     description:
       - The helper's source, the collection's C(plugins/module_utils/trainium_eks_token.py).
@@ -90,7 +98,6 @@ EXAMPLES = r"""
     endpoint: "{{ eks_cluster_facts.endpoint }}"
     certificate_authority: "{{ eks_cluster_facts.certificate_authority }}"
     region: us-west-2
-    python: "{{ ansible_playbook_python }}"
     helper_source: "{{ lookup('ansible.builtin.file', 'trainium_eks_token.py') }}"
 """
 
@@ -124,6 +131,10 @@ HEADER = """\
 # kubectl and the Kubernetes clients run {helper} for a fresh EKS
 # bearer token signed with your AWS credentials.
 """
+INSTALL_HINT = (
+    "trainium.eks: this kubeconfig runs its EKS token helper with {python}, which was not found. Put a Python 3 on PATH "
+    "(with botocore, or next to the AWS CLI), or write the kubeconfig again with another eks_cluster_kubeconfig_python."
+)
 
 
 def _quoted(value):
@@ -165,7 +176,8 @@ def kubeconfig_text(params, helper_path):
         "        args:",
     ]
     lines += [f"          - {_quoted(arg)}" for arg in args]
-    lines += ["        interactiveMode: Never", "        provideClusterInfo: false"]
+    lines += ["        interactiveMode: Never", "        provideClusterInfo: false",
+              f"        installHint: {_quoted(INSTALL_HINT.format(python=params['python']))}"]
     return "\n".join(lines) + "\n"
 
 
@@ -271,7 +283,7 @@ def main():
             region=dict(type="str"),
             endpoint_url=dict(type="str"),
             aws_profile=dict(type="str"),
-            python=dict(type="str"),
+            python=dict(type="str", default="python3"),
             helper_source=dict(type="str"),
         ),
         supports_check_mode=True,

@@ -280,6 +280,9 @@ BAD_ROLE_VARIABLES = {
     "eks_cluster_logging": (["api", "everything"], "eks_cluster_logging: got ['api', 'everything'] (list); allowed: any of api, audit"),
     "eks_cluster_kms_deletion_window_days": (3, "eks_cluster_kms_deletion_window_days: got 3 (int); allowed: an integer from 7 to 30"),
     "eks_cluster_upgrade_policy": ("FOREVER", "eks_cluster_upgrade_policy: got 'FOREVER' (str); allowed: one of STANDARD, EXTENDED"),
+    "eks_cluster_admin_principal_arns": (["arn:aws:sts::111122223333:assumed-role/admins/alice"],
+                                         "eks_cluster_admin_principal_arns[0]: got 'arn:aws:sts::111122223333:assumed-role/admins/alice' (str); "
+                                         "allowed: the ARN of an IAM role or user"),
     "network_vpc_cidr": ("10.0.0.0/8", "network_vpc_cidr: got '10.0.0.0/8' (str); allowed: an IPv4 network in CIDR notation"),
     "network_nat_gateways": ("none", "network_nat_gateways: got 'none' (str); allowed: one of single, per_zone"),
     "ecr_keep_images": (0, "ecr_keep_images: got 0 (int); allowed: an integer from 1 to 10000"),

@@ -191,6 +191,9 @@ def test_rehearsal_env_file_is_private(shared_rehearsal, tmp_path):
     ("eks_cluster", "eks_cluster_logging", ALL_LOG_TYPES),
     ("eks_cluster", "eks_cluster_log_retention_days", 90),
     ("eks_cluster", "eks_cluster_secrets_encryption", True),
+    ("eks_cluster", "eks_cluster_authentication_mode", "API"),
+    ("eks_cluster", "eks_cluster_bootstrap_creator_admin", True),
+    ("eks_cluster", "eks_cluster_admin_principal_arns", []),
     ("fsx_lustre", "fsx_lustre_automatic_backup_retention_days", 7),
     ("fsx_lustre", "fsx_lustre_final_backup", True),
 ])

@@ -17,13 +17,35 @@ presigned GET to S3), so this checks the URL itself instead:
 - the signature verifies with the rehearsal's secret key and x-k8s-aws-id set
   to the name of an EKS cluster that exists in the rehearsal's AWS API.
 
-A token that passes maps to the user `rehearsal-admin` in `system:masters`,
-as EKS maps the cluster creator to an administrator. Everything else is
-refused with a reason.
+Who the token's signer is, EKS learns from STS by replaying the URL; here
+moto's STS GetCallerIdentity answers for the token's access key ID (and
+session token): an IAM user, an assumed role (whose role is the principal,
+as access entries name it), or moto's default user for the rehearsal's own
+key. moto keeps no secret apart, so every signature is checked with the
+rehearsal's one secret key; the access key ID names the principal.
+
+Then, as EKS does with access entries (the rehearsal's moto keeps them, see
+moto_ext_eks.py):
+
+- a principal with an access entry in the cluster is its username (the
+  entry's, `{{SessionName}}` filled in) in the entry's Kubernetes groups,
+  plus `system:masters` (cluster-admin) when AmazonEKSClusterAdminPolicy is
+  associated with it at cluster scope;
+- a principal without one is refused in authentication mode API; in
+  CONFIG_MAP and API_AND_CONFIG_MAP the aws-auth ConfigMap would decide: the
+  rehearsal has none, and its own principal (the AWS_ACCESS_KEY_ID this
+  authenticator runs with, which creates every cluster of the rehearsal)
+  stands in for the creator EKS maps to an administrator there, as
+  `rehearsal-admin` in `system:masters`; other principals are refused;
+- a cluster whose description has no accessConfig (a moto without these
+  additions) maps every valid token to `rehearsal-admin`, as before.
+
+Everything else is refused with a reason.
 
 Usage: python eks_authenticator.py HOST PORT
-  env: AWS_SECRET_ACCESS_KEY (the rehearsal's fake key), AWS_ENDPOINT_URL (the
-  rehearsal's AWS API, an accepted STS host and where clusters are listed).
+  env: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (the rehearsal's fake
+  credentials), AWS_ENDPOINT_URL (the rehearsal's AWS API, an accepted STS
+  host and where clusters, callers and access entries are looked up).
 """
 
 from __future__ import annotations
@@ -41,6 +63,9 @@ from http.server import BaseHTTPRequestHandler
 from http.server import ThreadingHTTPServer
 
 TOKEN_PREFIX = "k8s-aws-v1."
+ADMIN_USER = "rehearsal-admin"
+ADMIN_GROUP = "system:masters"
+ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
 MAX_AGE = datetime.timedelta(minutes=15)
 CLOCK_SKEW = datetime.timedelta(minutes=5)
 EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
@@ -82,7 +107,7 @@ def sigv4_signature(secret_key, method, host, path, query, headers, date_stamp, 
 
 
 def review(token, secret_key, sts_hosts, cluster_names, now=None):
-    """Return (username, account) for a valid token; raise TokenError otherwise."""
+    """Return ("rehearsal-admin", access key ID, cluster name) for a valid token; raise TokenError otherwise."""
     now = now or datetime.datetime.now(datetime.timezone.utc)
     url = urllib.parse.urlsplit(decode_token(token))
     if url.netloc not in sts_hosts:
@@ -125,15 +150,80 @@ def review(token, secret_key, sts_hosts, cluster_names, now=None):
     raise TokenError("the signature does not match any cluster of this account")
 
 
-def list_clusters(endpoint):
-    """Names of the EKS clusters the rehearsal's AWS API knows, in every region it was asked about."""
+def iam_principal(caller_arn):
+    """The IAM principal an STS caller ARN stands for, as access entries name it.
+
+    ``arn:aws:sts::111122223333:assumed-role/Admin/alice`` is the role
+    ``arn:aws:iam::111122223333:role/Admin``; moto's ``arn:aws:sts::...:user/moto``
+    (its answer for a key it did not issue) is the user ``arn:aws:iam::...:user/moto``.
+    """
+    parts = caller_arn.split(":", 5)
+    if len(parts) != 6 or parts[2] != "sts":
+        return caller_arn
+    resource = parts[5]
+    if resource.startswith("assumed-role/"):
+        resource = "role/" + resource.split("/")[1]
+    return ":".join(parts[:2] + ["iam", "", parts[4], resource])
+
+
+def session_name(caller_arn):
+    """The session of an assumed-role caller ARN; empty for anything else."""
+    resource = caller_arn.split(":", 5)[-1]
+    return resource.split("/", 2)[2] if resource.startswith("assumed-role/") and resource.count("/") >= 2 else ""
+
+
+def _client(service, endpoint, region, access_key=None, secret_key=None, session_token=None):
     import boto3  # pylint: disable=import-outside-toplevel
 
-    names = set()
-    for region in os.environ.get("TRAINIUM_REHEARSAL_REGIONS", "us-west-2,us-east-1,us-east-2").split(","):
-        eks = boto3.client("eks", region_name=region, endpoint_url=endpoint)
-        names.update(eks.list_clusters()["clusters"])
-    return sorted(names)
+    return boto3.client(service, region_name=region, endpoint_url=endpoint, aws_access_key_id=access_key,
+                        aws_secret_access_key=secret_key, aws_session_token=session_token)
+
+
+def list_clusters(endpoint):
+    """{name: region} of the EKS clusters the rehearsal's AWS API knows, in every region it was asked about."""
+    regions = {}
+    for region in reversed(os.environ.get("TRAINIUM_REHEARSAL_REGIONS", "us-west-2,us-east-1,us-east-2").split(",")):
+        regions.update((name, region) for name in _client("eks", endpoint, region).list_clusters()["clusters"])
+    return regions
+
+
+def caller(endpoint, region, secret_key, token):
+    """The caller ARN moto's STS answers for the token's access key ID (and session token)."""
+    query = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(decode_token(token)).query))
+    access_key = query["X-Amz-Credential"].split("/")[0]
+    sts = _client("sts", endpoint, region, access_key, secret_key, query.get("X-Amz-Security-Token"))
+    return sts.get_caller_identity()["Arn"]
+
+
+def authorize(eks, cluster_name, caller_arn, is_rehearsal_key):
+    """(username, groups) the cluster's access entries give the caller; TokenError when it has no access.
+
+    ``eks`` is an EKS client of the cluster's region; ``is_rehearsal_key``
+    says whether the token was signed with the authenticator's own key.
+    """
+    from botocore.exceptions import ClientError  # pylint: disable=import-outside-toplevel
+
+    mode = (eks.describe_cluster(name=cluster_name)["cluster"].get("accessConfig") or {}).get("authenticationMode")
+    if mode is None:
+        return ADMIN_USER, [ADMIN_GROUP]
+    principal = iam_principal(caller_arn)
+    entry = None
+    if mode != "CONFIG_MAP":
+        try:
+            entry = eks.describe_access_entry(clusterName=cluster_name, principalArn=principal)["accessEntry"]
+        except ClientError as e:
+            if e.response.get("Error", {}).get("Code") != "ResourceNotFoundException":
+                raise
+    if entry is not None:
+        groups = list(entry.get("kubernetesGroups") or [])
+        policies = eks.list_associated_access_policies(clusterName=cluster_name, principalArn=principal)["associatedAccessPolicies"]
+        if any(p["policyArn"].endswith("/" + ADMIN_POLICY) and p["accessScope"]["type"] == "cluster" for p in policies):
+            groups.append(ADMIN_GROUP)
+        username = (entry.get("username") or principal).replace("{{SessionName}}", session_name(caller_arn) or "session")
+        return username, groups
+    if mode != "API" and is_rehearsal_key:
+        return ADMIN_USER, [ADMIN_GROUP]
+    raise TokenError(f"{principal} has no access entry in EKS cluster {cluster_name} (authentication mode {mode})")
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -158,6 +248,8 @@ class Handler(BaseHTTPRequestHandler):
         if urllib.parse.urlsplit(self.path).path != "/authenticate":
             self._answer(404, {"error": "not found"})
             return
+        from botocore.exceptions import BotoCoreError, ClientError  # pylint: disable=import-outside-toplevel
+
         length = int(self.headers.get("Content-Length", "0"))
         try:
             request = json.loads(self.rfile.read(length) or b"{}")
@@ -168,15 +260,19 @@ class Handler(BaseHTTPRequestHandler):
         reply = {"apiVersion": request.get("apiVersion", "authentication.k8s.io/v1"), "kind": "TokenReview"}
         config = self.server.config
         try:
-            user, access_key, cluster = review(token, config["secret_key"], config["sts_hosts"], list_clusters(config["endpoint"]))
-        except TokenError as e:
+            clusters = list_clusters(config["endpoint"])
+            _user, access_key, cluster = review(token, config["secret_key"], config["sts_hosts"], sorted(clusters))
+            region = clusters[cluster]
+            caller_arn = caller(config["endpoint"], region, config["secret_key"], token)
+            user, groups = authorize(_client("eks", config["endpoint"], region), cluster, caller_arn, access_key == config["access_key"])
+        except (TokenError, BotoCoreError, ClientError) as e:
             reply["status"] = {"authenticated": False, "error": str(e)}
             self.log_message("refused a token: %s", e)
         else:
             reply["status"] = {
                 "authenticated": True,
-                "user": {"username": user, "uid": f"aws:{access_key}", "groups": ["system:masters"],
-                         "extra": {"trainium.eks/cluster": [cluster]}},
+                "user": {"username": user, "uid": f"aws:{access_key}", "groups": groups,
+                         "extra": {"trainium.eks/cluster": [cluster], "arn": [caller_arn]}},
             }
         self._answer(200, reply)
 
@@ -186,6 +282,7 @@ def main(argv):
     endpoint = os.environ["AWS_ENDPOINT_URL"]
     server = ThreadingHTTPServer((host, port), Handler)
     server.config = {
+        "access_key": os.environ["AWS_ACCESS_KEY_ID"],
         "secret_key": os.environ["AWS_SECRET_ACCESS_KEY"],
         "endpoint": endpoint,
         # The rehearsal's AWS API is the STS endpoint its clients sign for.

@@ -32,6 +32,33 @@
    amazon.aws.kms_key sends; here the ARN is turned into the key ID first.
    (KMS, not EKS, but the EKS secrets key is the only KMS key the collection
    makes.)
+5. Access configuration and access entries. moto ignores CreateCluster's
+   accessConfig and answers 404 to every access entry operation. As the EKS
+   API reference documents: CreateCluster keeps accessConfig
+   (authenticationMode, CONFIG_MAP when not given;
+   bootstrapClusterCreatorAdminPermissions, true when not given, and
+   InvalidParameterException when false with CONFIG_MAP) and DescribeCluster
+   reports it; with bootstrapping on and a mode with API, the caller (the IAM
+   principal of the request's access key, as moto's STS GetCallerIdentity
+   names it; an assumed role's session stands for its role) gets a STANDARD
+   access entry with AmazonEKSClusterAdminPolicy at cluster scope.
+   UpdateClusterConfig with accessConfig changes the mode forward only
+   (CONFIG_MAP -> API_AND_CONFIG_MAP -> API; InvalidParameterException for a
+   step back, the same mode, or another change in the same call) and answers
+   an AccessConfigUpdate (Successful at once, as DescribeUpdate says).
+   CreateAccessEntry, DescribeAccessEntry, ListAccessEntries (with
+   associatedPolicyArn and pagination), DeleteAccessEntry,
+   AssociateAccessPolicy, DisassociateAccessPolicy and
+   ListAssociatedAccessPolicies keep entries per cluster, with the errors AWS
+   documents: ResourceNotFoundException for an unknown cluster, entry or
+   association; InvalidRequestException while the cluster's mode is
+   CONFIG_MAP; ResourceInUseException for a second entry of a principal;
+   InvalidParameterException for a principal that is not an IAM role or user
+   ARN (an STS session included), a node type with a user, a Kubernetes group
+   or username in a reserved prefix, a policy that is not an EKS access
+   policy, a scope that is not cluster or namespace (with namespaces), and
+   policies on an entry that is not STANDARD. Entries go with their cluster.
+   The rehearsal's token authenticator reads them (eks_authenticator.py).
 """
 
 from __future__ import annotations
@@ -40,8 +67,10 @@ import base64
 import datetime
 import json
 import os
+import re
 import uuid
 
+from eks_authenticator import iam_principal
 from moto_ext_ec2 import ec2_backend
 
 
@@ -154,6 +183,277 @@ def describe_update(self):
     return 200, {}, json.dumps({"update": update})
 
 
+# --------------------------------------------------------------- access entries
+
+AUTHENTICATION_MODES = ("CONFIG_MAP", "API_AND_CONFIG_MAP", "API")
+ENTRY_TYPES = ("STANDARD", "EC2", "EC2_LINUX", "EC2_WINDOWS", "FARGATE_LINUX", "HYBRID_LINUX")
+ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
+PRINCIPAL_RE = re.compile(r"^arn:(aws[a-z-]*):iam::([0-9]{12}):(role|user)/(?:[\w+=,.@-]+/)*([\w+=,.@-]{1,64})$")
+POLICY_RE = re.compile(r"^arn:aws[a-z-]*:eks::aws:cluster-access-policy/[A-Za-z0-9]+$")
+RESERVED_PREFIXES = ("system:", "eks:", "aws:", "amazon:", "iam:")
+MODE_REQUIRED = "The cluster's authentication mode must be set to one of [API, API_AND_CONFIG_MAP] to perform this operation."
+
+
+def _errors():
+    from moto.eks import exceptions  # pylint: disable=import-outside-toplevel
+
+    return exceptions
+
+
+def _not_found(message, cluster=None):
+    return _errors().ResourceNotFoundException(clusterName=cluster, nodegroupName=None, fargateProfileName=None, addonName=None,
+                                               message=message)
+
+
+def _invalid(message, cluster=None):
+    return _errors().InvalidParameterException(clusterName=cluster, nodegroupName=None, fargateProfileName=None, addonName=None,
+                                               message=message)
+
+
+def _invalid_request(message, cluster=None):
+    return _errors().InvalidRequestException(message=message)
+
+
+def _now():
+    return datetime.datetime.now(datetime.timezone.utc)
+
+
+def _cluster(response, name):
+    cluster = response.eks_backend.clusters.get(name)
+    if cluster is None:
+        raise _not_found(f"No cluster found for name: {name}.", name)
+    return cluster
+
+
+def _entries(cluster):
+    """The cluster's access entries by principal ARN (each a dict in AccessEntry's shape, policies under _policies)."""
+    return cluster.__dict__.setdefault("_trainium_access_entries", {})
+
+
+def _mode(cluster):
+    return (getattr(cluster, "access_config", None) or {}).get("authenticationMode", "CONFIG_MAP")
+
+
+def _entries_allowed(cluster):
+    """The entries of a cluster whose mode has API; InvalidRequestException in CONFIG_MAP."""
+    if _mode(cluster) == "CONFIG_MAP":
+        raise _invalid_request(MODE_REQUIRED, cluster.name)
+    return _entries(cluster)
+
+
+def _entry(cluster, principal):
+    entry = _entries_allowed(cluster).get(principal)
+    if entry is None:
+        raise _not_found(f"The specified principalArn could not be found. You can view your available access entries with "
+                         f"'aws eks list-access-entries --cluster-name {cluster.name}'.", cluster.name)
+    return entry
+
+
+def _public(entry):
+    return {key: value for key, value in entry.items() if not key.startswith("_")}
+
+
+def _new_entry(cluster, principal, entry_type="STANDARD", groups=None, username=None, tags=None):
+    """A new access entry (validated as CreateAccessEntry does); not stored yet."""
+    match = PRINCIPAL_RE.match(principal or "")
+    if not match:
+        raise _invalid(f"The specified principalArn is invalid: {principal!r} is not the ARN of an IAM role or user "
+                       "(an STS assumed-role session cannot have an access entry).", cluster.name)
+    partition, account, kind, name = match.groups()
+    if entry_type not in ENTRY_TYPES:
+        raise _invalid(f"The type {entry_type!r} is not one of {', '.join(ENTRY_TYPES)}.", cluster.name)
+    if entry_type != "STANDARD" and (kind != "role" or groups or username):
+        raise _invalid(f"An access entry of type {entry_type} takes an IAM role and no Kubernetes groups or username.", cluster.name)
+    for value in list(groups or []) + ([username] if username else []):
+        if value.startswith(RESERVED_PREFIXES):
+            raise _invalid(f"{value!r} starts with a prefix EKS reserves ({', '.join(RESERVED_PREFIXES)}).", cluster.name)
+    if principal in _entries_allowed(cluster):
+        raise _errors().ResourceInUseException(clusterName=cluster.name, nodegroupName=None, addonName=None,
+                                               message="The specified access entry resource is already in use on this cluster.")
+    if not username:
+        if entry_type != "STANDARD":
+            username = "system:node:{{EC2PrivateDNSName}}"
+        elif kind == "role":
+            username = f"arn:{partition}:sts::{account}:assumed-role/{name}/{{{{SessionName}}}}"
+        else:
+            username = principal
+    arn_parts = cluster.arn.split(":")
+    now = _now()
+    return {
+        "clusterName": cluster.name,
+        "principalArn": principal,
+        "kubernetesGroups": list(groups or []) + (["system:nodes"] if entry_type != "STANDARD" else []),
+        "accessEntryArn": f"arn:{arn_parts[1]}:eks:{arn_parts[3]}:{arn_parts[4]}:access-entry/{cluster.name}/{kind}/{account}/{name}/"
+                          f"{uuid.uuid4()}",
+        "createdAt": now,
+        "modifiedAt": now,
+        "tags": dict(tags or {}),
+        "username": username,
+        "type": entry_type,
+        "_policies": {},
+    }
+
+
+def _associate(cluster, entry, policy, scope):
+    if entry["type"] != "STANDARD":
+        raise _invalid('This operation can only be performed on Access Entries with a type of "STANDARD".', cluster.name)
+    if not POLICY_RE.match(policy or ""):
+        raise _invalid(f"The specified policyArn is invalid: {policy!r} is not an EKS access policy "
+                       "(arn:aws:eks::aws:cluster-access-policy/...).", cluster.name)
+    scope = dict(scope or {})
+    namespaces = list(scope.get("namespaces") or [])
+    if scope.get("type") not in ("cluster", "namespace") or (scope["type"] == "namespace") != bool(namespaces):
+        raise _invalid("accessScope: type cluster without namespaces, or type namespace with at least one namespace.", cluster.name)
+    now = _now()
+    association = entry["_policies"].get(policy)
+    if association is None:
+        association = {"policyArn": policy, "associatedAt": now}
+        entry["_policies"][policy] = association
+    association.update(accessScope={"type": scope["type"], "namespaces": namespaces}, modifiedAt=now)
+    entry["modifiedAt"] = now
+    return association
+
+
+def caller_principal(response):
+    """The IAM principal of a request's access key, as moto's STS answers GetCallerIdentity for it."""
+    from moto.sts.models import sts_backends  # pylint: disable=import-outside-toplevel
+    from moto.utilities.utils import get_partition  # pylint: disable=import-outside-toplevel
+
+    partition = get_partition(response.region)
+    sts = sts_backends[response.current_account][partition]
+    _user_id, arn, _account = sts.get_caller_identity(response.get_access_key(), response.region)
+    return iam_principal(arn)
+
+
+def _eks_create_with_access_config(original):
+    def create(self):
+        access = self._get_param("accessConfig") or {}
+        mode = access.get("authenticationMode") or "CONFIG_MAP"
+        bootstrap = access.get("bootstrapClusterCreatorAdminPermissions")
+        bootstrap = True if bootstrap is None else bootstrap
+        if mode not in AUTHENTICATION_MODES:
+            raise _invalid(f"authenticationMode {mode!r} is not one of {', '.join(AUTHENTICATION_MODES)}.")
+        if mode == "CONFIG_MAP" and not bootstrap:
+            raise _invalid("bootstrapClusterCreatorAdminPermissions must be true if cluster authentication mode is set to CONFIG_MAP")
+        result = original(self)
+        cluster = self.eks_backend.clusters[self._get_param("name")]
+        cluster.access_config = {"authenticationMode": mode, "bootstrapClusterCreatorAdminPermissions": bootstrap}
+        if bootstrap and mode != "CONFIG_MAP":
+            entry = _new_entry(cluster, caller_principal(self))
+            _associate(cluster, entry, f"arn:{cluster.arn.split(':')[1]}:eks::aws:cluster-access-policy/{ADMIN_POLICY}", {"type": "cluster"})
+            _entries(cluster)[entry["principalArn"]] = entry
+        return result
+
+    return create
+
+
+def _record_update(response, name, update):
+    response.eks_backend.__dict__.setdefault("_trainium_updates", {})[(name, update["id"])] = update
+    return update
+
+
+def _eks_update_access_config(original):
+    def update(self):
+        access = self._get_param("accessConfig")
+        if not access:
+            return original(self)
+        name = self._get_param("name")
+        cluster = _cluster(self, name)
+        others = [key for key in ("resourcesVpcConfig", "logging", "upgradePolicy", "kubernetesNetworkConfig", "remoteNetworkConfig",
+                                  "zonalShiftConfig", "computeConfig", "storageConfig") if self._get_param(key)]
+        if others:
+            raise _invalid(f"Only one type of update can be allowed; got accessConfig and {', '.join(others)}.", name)
+        wanted = access.get("authenticationMode")
+        current = _mode(cluster)
+        if wanted not in AUTHENTICATION_MODES:
+            raise _invalid(f"authenticationMode {wanted!r} is not one of {', '.join(AUTHENTICATION_MODES)}.", name)
+        if AUTHENTICATION_MODES.index(wanted) <= AUTHENTICATION_MODES.index(current):
+            raise _invalid(f"Unsupported authentication mode update from {current} to {wanted}.", name)
+        cluster.access_config = dict(getattr(cluster, "access_config", None) or {}, authenticationMode=wanted)
+        answer = _record_update(self, name, {
+            "id": str(uuid.uuid4()),
+            "status": "Successful",
+            "type": "AccessConfigUpdate",
+            "params": [{"type": "AuthenticationMode", "value": wanted}],
+            "createdAt": _now().timestamp(),
+            "errors": [],
+        })
+        return 200, {}, json.dumps({"update": answer})
+
+    return update
+
+
+def _action_result(body):
+    from moto.core.responses import ActionResult  # pylint: disable=import-outside-toplevel
+
+    return ActionResult(body)
+
+
+def create_access_entry(self):
+    cluster = _cluster(self, self._get_param("name"))
+    entry = _new_entry(cluster, self._get_param("principalArn"), self._get_param("type") or "STANDARD",
+                       self._get_param("kubernetesGroups"), self._get_param("username"), self._get_param("tags"))
+    _entries(cluster)[entry["principalArn"]] = entry
+    return _action_result({"accessEntry": _public(entry)})
+
+
+def describe_access_entry(self):
+    cluster = _cluster(self, self._get_param("name"))
+    return _action_result({"accessEntry": _public(_entry(cluster, self._get_param("principalArn")))})
+
+
+def _page(items, max_results, next_token):
+    start = int(next_token) if next_token and str(next_token).isdigit() else 0
+    size = int(max_results) if max_results else 100
+    if not 1 <= size <= 100:
+        raise _invalid("maxResults must be from 1 to 100.")
+    page = items[start:start + size]
+    return page, (str(start + size) if start + size < len(items) else None)
+
+
+def list_access_entries(self):
+    cluster = _cluster(self, self._get_param("name"))
+    policy = self._get_param("associatedPolicyArn")
+    principals = [arn for arn, entry in _entries_allowed(cluster).items() if not policy or policy in entry["_policies"]]
+    page, token = _page(principals, self._get_param("maxResults"), self._get_param("nextToken"))
+    return _action_result(dict({"accessEntries": page}, **({"nextToken": token} if token else {})))
+
+
+def delete_access_entry(self):
+    cluster = _cluster(self, self._get_param("name"))
+    entry = _entry(cluster, self._get_param("principalArn"))
+    del _entries(cluster)[entry["principalArn"]]
+    return _action_result({})
+
+
+def associate_access_policy(self):
+    cluster = _cluster(self, self._get_param("name"))
+    entry = _entry(cluster, self._get_param("principalArn"))
+    association = _associate(cluster, entry, self._get_param("policyArn"), self._get_param("accessScope"))
+    return _action_result({"clusterName": cluster.name, "principalArn": entry["principalArn"], "associatedAccessPolicy": dict(association)})
+
+
+def disassociate_access_policy(self):
+    cluster = _cluster(self, self._get_param("name"))
+    entry = _entry(cluster, self._get_param("principalArn"))
+    policy = self._get_param("policyArn")
+    if entry["_policies"].pop(policy, None) is None:
+        raise _not_found(f"The access policy {policy} is not associated with {entry['principalArn']}.", cluster.name)
+    return _action_result({})
+
+
+def list_associated_access_policies(self):
+    cluster = _cluster(self, self._get_param("name"))
+    entry = _entry(cluster, self._get_param("principalArn"))
+    page, token = _page([dict(a) for a in entry["_policies"].values()], self._get_param("maxResults"), self._get_param("nextToken"))
+    body = {"clusterName": cluster.name, "principalArn": entry["principalArn"], "associatedAccessPolicies": page}
+    return _action_result(dict(body, **({"nextToken": token} if token else {})))
+
+
+ACCESS_ENTRY_OPERATIONS = (create_access_entry, describe_access_entry, list_access_entries, delete_access_entry,
+                           associate_access_policy, disassociate_access_policy, list_associated_access_policies)
+
+
 def _kms_by_key_id(original):
     def call(self, key_id, *args, **kwargs):
         return original(self, self.get_key_id(key_id), *args, **kwargs)
@@ -175,5 +475,12 @@ def install():
     urls.url_paths["{0}/clusters/(?P<name>[^/]+)/updates/(?P<updateId>[^/]+)$"] = urls.response.dispatch
     EKSResponse.associate_encryption_config = associate_encryption_config
     EKSResponse.describe_update = describe_update
+    # Principal and policy ARNs hold slashes: the router matches the encoded path, these only route to EKS.
+    urls.url_paths["{0}/clusters/(?P<name>[^/]+)/access-entries$"] = urls.response.dispatch
+    urls.url_paths["{0}/clusters/(?P<name>[^/]+)/access-entries/(?P<rest>.+)$"] = urls.response.dispatch
+    EKSResponse.create_cluster = _eks_create_with_access_config(EKSResponse.create_cluster)
+    EKSResponse.update_cluster_config = _eks_update_access_config(EKSResponse.update_cluster_config)
+    for operation in ACCESS_ENTRY_OPERATIONS:
+        setattr(EKSResponse, operation.__name__, operation)
     for method in ("schedule_key_deletion", "cancel_key_deletion", "enable_key", "disable_key"):
         setattr(KmsBackend, method, _kms_by_key_id(getattr(KmsBackend, method)))

@@ -117,8 +117,10 @@ def test_create_request_carries_everything_asked():
 
 def test_create_request_leaves_unset_options_out():
     request = eks.create_request(params(role_arn="arn:aws:iam::1:role/r", subnets=["subnet-a", "subnet-b"]))
-    assert set(request) == {"name", "roleArn", "resourcesVpcConfig"}
+    assert set(request) == {"name", "roleArn", "resourcesVpcConfig", "accessConfig"}
     assert request["resourcesVpcConfig"] == {"subnetIds": ["subnet-a", "subnet-b"]}
+    # Not EKS's own default (CONFIG_MAP): access entries only.
+    assert request["accessConfig"] == {"authenticationMode": "API"}
 
 
 def test_logging_all_off_and_all_on():

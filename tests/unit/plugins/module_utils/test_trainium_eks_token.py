@@ -153,3 +153,45 @@ def test_the_file_runs_as_a_command_outside_ansible(tmp_path, monkeypatch):
     credential = json.loads(done.stdout)
     _url, query = query_of(credential["status"]["token"])
     assert query["X-Amz-Credential"].endswith("/eu-west-1/sts/aws4_request")
+
+
+def cli_args(*extra):
+    return eks_token.parse_args(["--cluster-name", "trn", "--region", "us-west-2", *extra])
+
+
+def test_cli_command_passes_profile_and_sts_endpoint():
+    argv, env = eks_token.cli_command(cli_args("--profile", "prod", "--endpoint-url", "http://127.0.0.1:5000"), "/usr/bin/aws")
+    assert argv == ["/usr/bin/aws", "eks", "get-token", "--cluster-name", "trn", "--region", "us-west-2", "--output", "json",
+                    "--profile", "prod"]
+    assert env["AWS_ENDPOINT_URL_STS"] == "http://127.0.0.1:5000"
+    assert "AWS_ENDPOINT_URL_STS" not in eks_token.cli_command(cli_args(), "aws")[1]
+
+
+@pytest.mark.parametrize("returncode, stdout, stderr, message", [
+    (255, "", "Unable to locate credentials", "aws eks get-token failed (255): Unable to locate credentials"),
+    (0, "not json", "", "aws eks get-token printed no ExecCredential"),
+    (0, json.dumps({"status": {"token": "Bearer x", "expirationTimestamp": "t"}}), "", "printed a token that is not a k8s-aws-v1. token"),
+])
+def test_cli_failures_name_the_command(returncode, stdout, stderr, message):
+    def run(argv, **_kwargs):
+        return subprocess.CompletedProcess(argv, returncode, stdout, stderr)
+
+    with pytest.raises(eks_token.TokenError, match=message.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
+        eks_token.token_from_cli(cli_args(), which=lambda _name: "aws", run=run)
+
+
+def test_cli_token_is_passed_through():
+    answer = {"status": {"token": "k8s-aws-v1.abc", "expirationTimestamp": "2026-12-01T00:14:00Z"}}
+
+    def run(argv, **_kwargs):
+        return subprocess.CompletedProcess(argv, 0, json.dumps(answer), "")
+
+    assert eks_token.token_from_cli(cli_args(), which=lambda _name: "/opt/aws", run=run) == {
+        "token": "k8s-aws-v1.abc", "expiration": "2026-12-01T00:14:00Z"}
+
+
+def test_main_without_botocore_and_without_aws_cli_says_what_to_install(capsys, monkeypatch):
+    monkeypatch.setattr(eks_token, "HAS_BOTOCORE", False)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert eks_token.main(["--cluster-name", "c", "--region", "us-west-2"]) == 1
+    assert "cannot import botocore and there is no AWS CLI (aws) on PATH" in capsys.readouterr().err

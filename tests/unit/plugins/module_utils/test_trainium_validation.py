@@ -78,6 +78,24 @@ def test_every_role_with_an_argument_spec_has_rules_registered():
      "eks_cluster_public_access_cidrs[0]: got '0.0.0.0/0' (str); allowed: a block of /16 or narrower; /0 opens"),
     ("eks_cluster", {"eks_cluster_upgrade_policy": "FOREVER"}, "eks_cluster_upgrade_policy: got 'FOREVER' (str); allowed: one of STANDARD, EXTENDED"),
     ("eks_cluster", {"eks_cluster_wait_delay": 0}, "eks_cluster_wait_delay: got 0 (int); allowed: an integer from 1 to 600"),
+    ("eks_cluster", {"eks_cluster_authentication_mode": "IAM"},
+     "eks_cluster_authentication_mode: got 'IAM' (str); allowed: one of CONFIG_MAP, API_AND_CONFIG_MAP, API"),
+    ("eks_cluster", {"eks_cluster_admin_principal_arns": ["arn:aws:sts::111122223333:assumed-role/admins/alice"]},
+     "eks_cluster_admin_principal_arns[0]: got 'arn:aws:sts::111122223333:assumed-role/admins/alice' (str); allowed: the ARN of an IAM role or user"),
+    ("eks_cluster", {"eks_cluster_admin_principal_arns": "arn:aws:iam::111122223333:role/a, arn:aws:iam::111122223333:role/a"},
+     "eks_cluster_admin_principal_arns: got ['arn:aws:iam::111122223333:role/a', 'arn:aws:iam::111122223333:role/a'] (list); "
+     "allowed: each principal once"),
+    ("eks_cluster", {"eks_cluster_admin_principal_arns": [f"arn:aws:iam::111122223333:role/r{i}" for i in range(26)]},
+     "eks_cluster_admin_principal_arns: got ['arn:aws:iam::111122223333:role/r0'"),
+    ("eks_cluster", {"eks_cluster_admin_principal_arns": {"role": "admins"}},
+     "eks_cluster_admin_principal_arns: got {'role': 'admins'} (dict); allowed: a list"),
+    ("eks_cluster", {"eks_cluster_authentication_mode": "CONFIG_MAP", "eks_cluster_admin_principal_arns": ["arn:aws:iam::111122223333:user/bob"]},
+     "eks_cluster_admin_principal_arns: got ['arn:aws:iam::111122223333:user/bob'] (list); allowed: [] with eks_cluster_authentication_mode CONFIG_MAP"),
+    ("eks_cluster", {"eks_cluster_authentication_mode": "CONFIG_MAP", "eks_cluster_bootstrap_creator_admin": False},
+     "eks_cluster_bootstrap_creator_admin: got False (bool); allowed: true with eks_cluster_authentication_mode CONFIG_MAP"),
+    ("eks_cluster", {"eks_cluster_bootstrap_creator_admin": "no"},
+     "eks_cluster_bootstrap_creator_admin: got False (bool); allowed: true, or false with the principal that runs the collection"),
+    ("eks_cluster", {"eks_cluster_bootstrap_creator_admin": "maybe"}, "eks_cluster_bootstrap_creator_admin: got 'maybe' (str); allowed: a boolean"),
     ("ecr", {"ecr_repository_name": "Bert"}, "ecr_repository_name: got 'Bert' (str); allowed: 2-256 lowercase letters"),
     ("ecr", {"ecr_encryption_type": "KMS"}, "ecr_kms_key: got '' (str); allowed: the ARN of a KMS key"),
     ("ecr", {"ecr_untagged_expire_days": 0}, "ecr_untagged_expire_days: got 0 (int); allowed: an integer from 1 to 3650"),
@@ -193,3 +211,14 @@ def test_wide_public_access_needs_the_opt_in():
     # The opt-in does not excuse a typo or a placeholder.
     assert len(problems("eks_cluster", eks_cluster_public_access_cidrs=["1.2.3.4/0", "203.0.113.0/24"],
                         eks_cluster_public_access_from_anywhere=True)) == 2
+
+
+def test_creator_admin_off_is_fine_with_another_administrator_or_without_the_access_check():
+    arns = ["arn:aws:iam::111122223333:role/platform-admins", "arn:aws:iam::111122223333:user/ops/carol@example.com"]
+    assert problems("eks_cluster", eks_cluster_public_access_cidrs=["127.0.0.1/32"], eks_cluster_bootstrap_creator_admin=False,
+                    eks_cluster_admin_principal_arns=arns) == []
+    assert problems("eks_cluster", eks_cluster_public_access_cidrs=["127.0.0.1/32"], eks_cluster_bootstrap_creator_admin=False,
+                    eks_cluster_verify_access=False) == []
+    # Teardown needs the names only.
+    assert problems("eks_cluster", eks_cluster_state="absent", eks_cluster_authentication_mode="CONFIG_MAP",
+                    eks_cluster_admin_principal_arns=arns[:1], eks_cluster_public_access_cidrs=["127.0.0.1/32"]) == []

@@ -101,7 +101,7 @@ def test_create_sends_the_request_and_makes_the_oidc_provider(capsys, aws):
         "name": "trn-rehearsal", "roleArn": ROLE, "version": "1.34",
         "resourcesVpcConfig": {"subnetIds": ["subnet-a", "subnet-b"], "endpointPublicAccess": True, "endpointPrivateAccess": True},
         "logging": eks.logging_request(["api", "audit", "authenticator"]),
-        "accessConfig": {"authenticationMode": "API_AND_CONFIG_MAP", "bootstrapClusterCreatorAdminPermissions": True},
+        "accessConfig": {"authenticationMode": "API", "bootstrapClusterCreatorAdminPermissions": True},
         "upgradePolicy": {"supportType": "STANDARD"},
         "tags": {"ManagedBy": "trainium.eks"},
     })
@@ -261,3 +261,150 @@ def test_a_cluster_that_reports_no_upgrade_policy_is_left_alone(capsys, aws):
     result = run(capsys, dict(WANTED, upgrade_policy="EXTENDED"))
     assert result["changed"] is False and result["updates"] == []
     assert result["cluster"]["upgrade_policy"] is None
+
+
+# ------------------------------------------------------------ access entries
+
+ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
+ALICE = "arn:aws:iam::123456789012:role/alice-admins"
+OLD = "arn:aws:iam::123456789012:user/old-admin"
+CREATOR = "arn:aws:iam::123456789012:role/ci"
+
+
+def api_cluster(*listed, **changes):
+    """The cluster in API mode, its tag naming the principals ``listed`` by the last run."""
+    tags = {"ManagedBy": "trainium.eks"}
+    if listed:
+        tags[eks.ADMIN_ENTRIES_TAG] = eks.admin_entries_tag_value(eks.principal_key(arn) for arn in listed)
+    return cluster(accessConfig={"authenticationMode": "API", "bootstrapClusterCreatorAdminPermissions": True}, tags=tags, **changes)
+
+
+def policies_of(stubs, principal, policies):
+    if policies is None:
+        stubs["eks"].add_client_error("list_associated_access_policies", "ResourceNotFoundException",
+                                      expected_params={"clusterName": "trn-rehearsal", "principalArn": principal})
+    else:
+        stubs["eks"].add_response("list_associated_access_policies", {"clusterName": "trn-rehearsal", "principalArn": principal,
+                                                                      "associatedAccessPolicies": policies},
+                                  {"clusterName": "trn-rehearsal", "principalArn": principal})
+
+
+ADMIN_AT_CLUSTER = [{"policyArn": ADMIN_POLICY, "accessScope": {"type": "cluster", "namespaces": []}}]
+WANTED_API = dict(WANTED, authentication_mode="API")
+
+
+def test_a_no_op_with_an_administrator_reads_one_policy_list_and_nothing_else(capsys, aws):
+    """The no-op budget of site.yml: one extra call per listed principal, none without principals."""
+    aws["eks"].add_response("describe_cluster", {"cluster": api_cluster(ALICE)}, {"name": "trn-rehearsal"})
+    aws["eks"].add_response("describe_cluster", {"cluster": api_cluster(ALICE)}, {"name": "trn-rehearsal"})
+    policies_of(aws, ALICE, ADMIN_AT_CLUSTER)
+    oidc_present(aws)
+    result = run(capsys, dict(WANTED_API, admin_principal_arns=[ALICE]))
+    assert result["changed"] is False and result["updates"] == []
+    assert result["cluster"]["admin_principal_arns"] == [ALICE] and result["access_entries_pending"] is False
+
+    aws["eks"].add_response("describe_cluster", {"cluster": api_cluster()}, {"name": "trn-rehearsal"})
+    aws["eks"].add_response("describe_cluster", {"cluster": api_cluster()}, {"name": "trn-rehearsal"})
+    oidc_present(aws)
+    result = run(capsys, dict(WANTED_API, admin_principal_arns=[]))
+    assert result["changed"] is False and result["cluster"]["admin_principal_arns"] == []
+
+
+def test_check_mode_reports_a_new_administrator_and_writes_nothing(capsys, aws):
+    aws["eks"].add_response("describe_cluster", {"cluster": api_cluster()}, {"name": "trn-rehearsal"})
+    policies_of(aws, ALICE, None)
+    oidc_present(aws)
+    result = run(capsys, dict(WANTED_API, admin_principal_arns=[ALICE]), check_mode=True, diff=True)
+    assert result["changed"] is True and result["updates"] == ["access_entries"]
+    assert result["diff"]["before"]["admin_principal_arns"] == [] and result["diff"]["after"]["admin_principal_arns"] == [ALICE]
+    assert result["cluster"]["tags"][eks.ADMIN_ENTRIES_TAG] == eks.principal_key(ALICE)
+
+
+def test_a_new_administrator_gets_a_tagged_entry_and_the_policy(capsys, aws):
+    aws["eks"].add_response("describe_cluster", {"cluster": api_cluster()}, {"name": "trn-rehearsal"})
+    aws["eks"].add_response("describe_cluster", {"cluster": api_cluster()}, {"name": "trn-rehearsal"})
+    policies_of(aws, ALICE, None)
+    aws["eks"].add_response("tag_resource", {}, {"resourceArn": ARN, "tags": {eks.ADMIN_ENTRIES_TAG: eks.principal_key(ALICE)}})
+    aws["eks"].add_response("create_access_entry", {"accessEntry": {"principalArn": ALICE}}, {
+        "clusterName": "trn-rehearsal", "principalArn": ALICE, "type": "STANDARD",
+        "tags": {"ManagedBy": "trainium.eks", "trainium.eks/access-entry": "admin", "trainium.eks/cluster": "trn-rehearsal"},
+    })
+    aws["eks"].add_response("associate_access_policy", {}, {"clusterName": "trn-rehearsal", "principalArn": ALICE, "policyArn": ADMIN_POLICY,
+                                                            "accessScope": {"type": "cluster"}})
+    oidc_present(aws)
+    result = run(capsys, dict(WANTED_API, admin_principal_arns=[ALICE]), diff=True)
+    assert result["changed"] is True and result["updates"] == ["access_entries"]
+    assert result["diff"]["before"]["admin_principal_arns"] == [] and result["diff"]["after"]["admin_principal_arns"] == [ALICE]
+
+
+def test_an_unlisted_administrator_loses_the_entry_it_was_given_and_others_keep_theirs(capsys, aws):
+    aws["eks"].add_response("describe_cluster", {"cluster": api_cluster(OLD, CREATOR)}, {"name": "trn-rehearsal"})
+    aws["eks"].add_response("describe_cluster", {"cluster": api_cluster(OLD, CREATOR)}, {"name": "trn-rehearsal"})
+    aws["eks"].add_response("list_access_entries", {"accessEntries": [CREATOR, OLD]}, {"clusterName": "trn-rehearsal"})
+    aws["eks"].add_response("describe_access_entry", {"accessEntry": {"principalArn": CREATOR, "tags": {}}},
+                            {"clusterName": "trn-rehearsal", "principalArn": CREATOR})
+    aws["eks"].add_response("describe_access_entry", {"accessEntry": {"principalArn": OLD, "tags": {"trainium.eks/access-entry": "admin"}}},
+                            {"clusterName": "trn-rehearsal", "principalArn": OLD})
+    aws["eks"].add_response("delete_access_entry", {}, {"clusterName": "trn-rehearsal", "principalArn": OLD})
+    aws["eks"].add_response("untag_resource", {}, {"resourceArn": ARN, "tagKeys": [eks.ADMIN_ENTRIES_TAG]})
+    oidc_present(aws)
+    result = run(capsys, dict(WANTED_API, admin_principal_arns=[]), diff=True)
+    assert result["changed"] is True and result["updates"] == ["access_entries"]
+    assert result["diff"]["before"]["admin_principal_arns"] == [OLD] and result["diff"]["after"]["admin_principal_arns"] == []
+    assert eks.ADMIN_ENTRIES_TAG not in result["cluster"]["tags"]
+
+
+def test_entries_wait_for_a_cluster_that_is_not_active_yet(capsys, aws):
+    aws["eks"].add_client_error("describe_cluster", "ResourceNotFoundException", expected_params={"name": "trn-rehearsal"})
+    aws["eks"].add_response("create_cluster", {"cluster": api_cluster(ALICE, status="CREATING")}, {
+        "name": "trn-rehearsal", "roleArn": ROLE, "version": "1.34",
+        "resourcesVpcConfig": {"subnetIds": ["subnet-a", "subnet-b"], "endpointPublicAccess": True, "endpointPrivateAccess": True},
+        "logging": eks.logging_request(["api", "audit", "authenticator"]),
+        "accessConfig": {"authenticationMode": "API", "bootstrapClusterCreatorAdminPermissions": False},
+        "upgradePolicy": {"supportType": "STANDARD"},
+        "tags": {"ManagedBy": "trainium.eks", eks.ADMIN_ENTRIES_TAG: eks.principal_key(ALICE)},
+    })
+    aws["eks"].add_response("describe_cluster", {"cluster": api_cluster(ALICE, status="CREATING")}, {"name": "trn-rehearsal"})
+    result = run(capsys, dict(WANTED_API, admin_principal_arns=[ALICE], bootstrap_cluster_creator_admin=False, oidc_provider=False))
+    assert result["changed"] is True and result["updates"] == ["create"]
+    assert result["access_entries_pending"] is True and "admin_principal_arns" not in result["cluster"]
+
+
+def test_check_mode_of_a_new_cluster_says_it_would_make_the_entries(capsys, aws):
+    aws["eks"].add_client_error("describe_cluster", "ResourceNotFoundException", expected_params={"name": "trn-rehearsal"})
+    result = run(capsys, dict(WANTED_API, admin_principal_arns=[ALICE]), check_mode=True, diff=True)
+    assert result["updates"] == ["create", "access_entries"]
+    assert result["diff"]["after"]["admin_principal_arns"] == [ALICE]
+    assert result["cluster"]["authentication_mode"] == "API"
+
+
+def test_administrators_on_a_config_map_cluster_are_refused_before_any_change(capsys, aws):
+    aws["eks"].add_response("describe_cluster", {"cluster": cluster(accessConfig={"authenticationMode": "CONFIG_MAP"})},
+                            {"name": "trn-rehearsal"})
+    result = run(capsys, dict(WANTED, admin_principal_arns=[ALICE]))
+    assert result["failed"] is True
+    assert result["msg"].startswith("admin_principal_arns: got 1 principal(s) for EKS cluster trn-rehearsal, whose authentication mode is CONFIG_MAP")
+
+
+def test_moving_to_api_and_adding_an_administrator_in_check_mode_reads_no_entry(capsys, aws):
+    """CONFIG_MAP has no access entries (EKS refuses to list them): check mode plans them without asking."""
+    aws["eks"].add_response("describe_cluster", {"cluster": cluster(accessConfig={"authenticationMode": "CONFIG_MAP"})},
+                            {"name": "trn-rehearsal"})
+    oidc_present(aws)
+    result = run(capsys, dict(WANTED_API, admin_principal_arns=[ALICE]), check_mode=True)
+    assert result["updates"] == ["authentication_mode", "access_entries"]
+
+
+def test_a_step_back_in_authentication_mode_is_refused(capsys, aws):
+    aws["eks"].add_response("describe_cluster", {"cluster": api_cluster()}, {"name": "trn-rehearsal"})
+    result = run(capsys, dict(WANTED, authentication_mode="API_AND_CONFIG_MAP"))
+    assert result["failed"] is True
+    assert "authentication_mode: cluster has API, asked API_AND_CONFIG_MAP; EKS only goes CONFIG_MAP -> API_AND_CONFIG_MAP -> API" in result["msg"]
+
+
+def test_unset_authentication_mode_leaves_the_cluster_s_mode_alone(capsys, aws):
+    aws["eks"].add_response("describe_cluster", {"cluster": cluster()}, {"name": "trn-rehearsal"})
+    aws["eks"].add_response("describe_cluster", {"cluster": cluster()}, {"name": "trn-rehearsal"})
+    oidc_present(aws)
+    result = run(capsys, WANTED)
+    assert result["changed"] is False and result["cluster"]["authentication_mode"] == "API_AND_CONFIG_MAP"

@@ -10,21 +10,35 @@ written, diff) and on the kubeconfig as kubectl would read it (YAML).
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import pathlib
+import shutil
 import stat
+import subprocess
+import sys
+import urllib.parse
 
 import pytest
 import yaml
 
 from ansible.module_utils.testing import patch_module_args
+from ansible_collections.trainium.eks.plugins.module_utils import trainium_eks_token
 from ansible_collections.trainium.eks.plugins.modules import eks_kubeconfig
+
+_SPEC = importlib.util.spec_from_file_location(
+    "eks_authenticator", pathlib.Path(__file__).resolve().parents[4] / "tools" / "rehearsal" / "eks_authenticator.py")
+authenticator = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(authenticator)
 
 CLUSTER = "trn-rehearsal"
 ARN = f"arn:aws:eks:us-west-2:123456789012:cluster/{CLUSTER}"
 ENDPOINT = "https://ABCDEF0123456789.gr7.us-west-2.eks.amazonaws.com"
 CA = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUMrakNDQWVLZ0F3SUJBZ0lJZmFrZT0KLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo="
 PYTHON = "/opt/venv/bin/python3"
+# An option left out of the task (so that its default applies).
+UNSET = object()
 HELPER = "#!/usr/bin/env python3\n\"\"\"EKS token helper (stand-in).\"\"\"\nprint('token')\n\n"
 
 
@@ -37,6 +51,7 @@ def run(capsys, path, **extra):
     args = dict(path=str(path), cluster_name=CLUSTER, cluster_arn=ARN, endpoint=ENDPOINT, certificate_authority=CA, region="us-west-2",
                 python=PYTHON, helper_source=HELPER)
     args.update(extra)
+    args = {key: value for key, value in args.items() if value is not UNSET}
     capsys.readouterr()
     with patch_module_args(args):
         with pytest.raises(SystemExit) as exited:
@@ -82,6 +97,7 @@ def test_the_kubeconfig_is_yaml_that_runs_the_helper(capsys, kube_dir):
         "args": [str(kube_dir / f"{CLUSTER}-eks-token.py"), "--cluster-name", CLUSTER, "--region", "us-west-2"],
         "interactiveMode": "Never",
         "provideClusterInfo": False,
+        "installHint": eks_kubeconfig.INSTALL_HINT.format(python=PYTHON),
     }
 
 
@@ -233,3 +249,106 @@ def test_the_kubeconfig_of_version_0_3_0_is_rewritten(capsys, kube_dir):
     rc, result = run(capsys, path)
     assert rc == 0 and result["changed"] is True
     assert path.read_text().startswith(f"# EKS cluster {CLUSTER}, written by trainium.eks.")
+
+
+# ------------------------------------------------ the exec plugin as kubectl runs it
+
+REAL_HELPER = pathlib.Path(__file__).resolve().parents[4] / "plugins" / "module_utils" / "trainium_eks_token.py"
+ACCESS_KEY = "AKIAIOSFODNN7EXAMPLE"
+SECRET = "not-a-real-secret-key"
+CANNED = {"kind": "ExecCredential", "apiVersion": "client.authentication.k8s.io/v1beta1", "spec": {},
+          "status": {"expirationTimestamp": "2026-12-01T00:14:00Z", "token": "k8s-aws-v1.aHR0cHM6Ly9zdHMv"}}
+
+
+def interpreter(directory, *flags):
+    """A `python3` in ``directory``/bin that runs this test's Python (``-S``: without site-packages, so without botocore)."""
+    bin_dir = directory / "bin"
+    bin_dir.mkdir(parents=True)
+    python = bin_dir / "python3"
+    python.write_text(f"#!/bin/sh\nexec {sys.executable} {' '.join(flags)} \"$@\"\n")
+    python.chmod(0o755)
+    return bin_dir
+
+
+def fake_aws(directory):
+    """An `aws` that records its arguments and STS endpoint and prints a canned ExecCredential."""
+    directory.mkdir(parents=True, exist_ok=True)
+    aws = directory / "aws"
+    aws.write_text("#!/bin/sh\n"
+                   f"printf '%s\\n' \"$@\" > {directory}/argv\n"
+                   f"printf '%s' \"$AWS_ENDPOINT_URL_STS\" > {directory}/sts\n"
+                   f"echo '{json.dumps(CANNED)}'\n")
+    aws.chmod(0o755)
+    return directory
+
+
+def exec_plugin(kubeconfig, path_dirs):
+    """Run the kubeconfig's exec plugin as kubectl does: its command looked up on PATH, its args, a clean environment."""
+    exec_config = yaml.safe_load(kubeconfig.read_text())["users"][0]["user"]["exec"]
+    env = {"PATH": os.pathsep.join(str(d) for d in path_dirs), "HOME": str(kubeconfig.parent), "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+           "AWS_SECRET_ACCESS_KEY": SECRET, "AWS_CONFIG_FILE": "/nonexistent", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent",
+           "AWS_EC2_METADATA_DISABLED": "true", "KUBERNETES_EXEC_INFO": json.dumps({"apiVersion": exec_config["apiVersion"]})}
+    command = shutil.which(exec_config["command"], path=env["PATH"])
+    assert command, f"{exec_config['command']} is not on PATH {env['PATH']}"
+    return subprocess.run([command, *exec_config["args"]], capture_output=True, text=True, env=env, check=False, timeout=60)
+
+
+@pytest.fixture
+def written(capsys, tmp_path):
+    """The kubeconfig and the real helper as the role writes them (default python), with the rehearsal's STS endpoint."""
+    path = tmp_path / "kube" / f"{CLUSTER}.yaml"
+    args = dict(helper_source=REAL_HELPER.read_text(), endpoint_url="http://127.0.0.1:5000")
+    rc, result = run(capsys, path, **args, python=UNSET)
+    assert rc == 0, result
+    return path
+
+
+def test_the_default_command_is_python3_from_path_and_no_interpreter_path_is_written(written):
+    text = written.read_text()
+    assert yaml.safe_load(text)["users"][0]["user"]["exec"]["command"] == "python3"
+    for interpreter_path in (sys.executable, sys.prefix, os.path.realpath(sys.executable), os.path.dirname(sys.executable)):
+        assert interpreter_path not in text
+
+
+def test_a_rebuilt_virtualenv_still_gets_a_token(written, tmp_path):
+    """The Python on PATH is replaced (old one deleted, new one elsewhere): the same kubeconfig still signs tokens."""
+    first = interpreter(tmp_path / "venv-1")
+    done = exec_plugin(written, [first, "/usr/bin", "/bin"])
+    assert done.returncode == 0, done.stderr
+    shutil.rmtree(tmp_path / "venv-1")
+    second = interpreter(tmp_path / "rebuilt" / "venv-2")
+    done = exec_plugin(written, [second, "/usr/bin", "/bin"])
+    assert done.returncode == 0, done.stderr
+    credential = json.loads(done.stdout)
+    url = urllib.parse.urlsplit(trainium_eks_token.url_from_token(credential["status"]["token"]))
+    assert url.netloc == "127.0.0.1:5000"
+    assert dict(urllib.parse.parse_qsl(url.query))["X-Amz-Credential"].startswith(ACCESS_KEY + "/")
+
+
+def test_without_botocore_the_aws_cli_makes_the_token(written, tmp_path):
+    no_botocore = interpreter(tmp_path / "plain", "-S")
+    cli = fake_aws(tmp_path / "cli")
+    done = exec_plugin(written, [no_botocore, cli, "/usr/bin", "/bin"])
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == CANNED
+    assert (cli / "argv").read_text().split("\n")[:9] == [
+        "eks", "get-token", "--cluster-name", CLUSTER, "--region", "us-west-2", "--output", "json", ""]
+    assert (cli / "sts").read_text() == "http://127.0.0.1:5000"
+
+
+def test_without_botocore_and_aws_cli_the_message_says_what_to_install(written, tmp_path):
+    no_botocore = interpreter(tmp_path / "plain", "-S")
+    done = exec_plugin(written, [no_botocore, "/nonexistent"])
+    assert done.returncode == 1 and done.stdout == ""
+    assert f"cannot make a token for cluster {CLUSTER}" in done.stderr
+    assert "cannot import botocore and there is no AWS CLI (aws) on PATH" in done.stderr
+    assert "pip install --user botocore" in done.stderr
+
+
+@pytest.mark.skipif(not shutil.which("aws"), reason="no AWS CLI on this machine")
+def test_the_real_aws_cli_token_is_one_the_authenticator_accepts(written, tmp_path):
+    no_botocore = interpreter(tmp_path / "plain", "-S")
+    done = exec_plugin(written, [no_botocore, os.path.dirname(shutil.which("aws")), "/usr/bin", "/bin"])
+    assert done.returncode == 0, done.stderr
+    token = json.loads(done.stdout)["status"]["token"]
+    assert authenticator.review(token, SECRET, {"127.0.0.1:5000"}, [CLUSTER])[1:] == (ACCESS_KEY, CLUSTER)
