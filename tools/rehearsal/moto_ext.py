@@ -15,6 +15,9 @@ an ``install()`` that patches moto and a docstring that lists its additions:
   kube-apiserver, the cluster security group, merging UpdateClusterConfig,
   AssociateEncryptionConfig and DescribeUpdate; KMS key ARNs where moto
   takes key IDs only (ScheduleKeyDeletion and co.).
+- moto_ext_eks_addons.py: EKS managed add-ons (Create/Describe/List/Update/
+  DeleteAddon, DescribeAddonVersions with a small version catalogue), their
+  CREATING/UPDATING/DELETING lifecycle and tags.
 - moto_ext_fsx.py: the file system lifecycle, UpdateFileSystem, AWS's
   DescribeFileSystems shape, network interfaces, automatic and final backups.
 - moto_ext_ssm.py: the public SSM parameters of the EKS-optimized AMIs.
@@ -29,12 +32,13 @@ from __future__ import annotations
 
 import moto_ext_ec2
 import moto_ext_eks
+import moto_ext_eks_addons
 import moto_ext_faults
 import moto_ext_fsx
 import moto_ext_servicequotas
 import moto_ext_ssm
 
-SERVICES = (moto_ext_ec2, moto_ext_eks, moto_ext_fsx, moto_ext_servicequotas, moto_ext_ssm, moto_ext_faults)
+SERVICES = (moto_ext_ec2, moto_ext_eks, moto_ext_eks_addons, moto_ext_fsx, moto_ext_servicequotas, moto_ext_ssm, moto_ext_faults)
 
 
 def install():
