@@ -6,20 +6,29 @@
 The local inventory against the rehearsal: moto for AWS, the real
 kube-apiserver behind the EKS endpoint. Every assertion reads what exists in
 the account (or the cluster), never the playbook's own report.
+
+The tests that build or tear down also record every AWS request of their
+runs and check it against the operator's IAM policy of its stage
+(docs/iam-policy.md; ``aws_calls``).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import pathlib
 import os
 import signal
 import subprocess
+import warnings
 
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 VENV_BIN = pathlib.Path(os.environ.get("VENV", ROOT / ".venv")) / "bin"
+_IAM_SPEC = importlib.util.spec_from_file_location("iam_policy", ROOT / "tests" / "iam" / "iam_policy.py")
+iam_policy = importlib.util.module_from_spec(_IAM_SPEC)
+_IAM_SPEC.loader.exec_module(iam_policy)
 
 INFRASTRUCTURE = "playbooks/infrastructure.yml"
 TEARDOWN = "playbooks/teardown.yml"
@@ -39,6 +48,23 @@ def kubeconfig(tmp_path):
 
 def run_args(kubeconfig):
     return ["-e", f"eks_cluster_kubeconfig_path={kubeconfig}"]
+
+
+@pytest.fixture()
+def aws_calls(rehearsal, tmp_path):
+    """The record of the AWS requests of this test's playbook runs (tests/iam/iam_policy.py)."""
+    return iam_policy.record_calls(rehearsal, tmp_path / "aws-calls.jsonl")
+
+
+def assert_policies_allow(aws_calls, aws, local_vars, unused=False):
+    """docs/iam/: each stage's policy allows every request of the stage; with ``unused``, no action goes unrequested
+    (unless iam_policy.NOT_RECORDED says why)."""
+    values = {"ACCOUNT_ID": aws.client("sts").get_caller_identity()["Account"], "REGION": local_vars["trainium_region"],
+              "CLUSTER_NAME": CLUSTER, "REPOSITORY_NAME": local_vars["trainium_image"]["repository"]}
+    problems, report = iam_policy.problems_of_record(aws_calls, values, unused=unused)
+    for line in report:
+        warnings.warn(line)
+    assert not problems, "the IAM policies in docs/iam/ and the recorded AWS requests disagree:\n" + "\n".join(problems)
 
 
 def assert_account_holds_the_deployment(aws):
@@ -117,7 +143,7 @@ def assert_account_holds_the_deployment(aws):
 
 
 @pytest.mark.xdist_group("shared_stack")  # eks_cluster reaches the cluster with an EKS token
-def test_infrastructure_converges_then_teardown_empties_the_account(aws, run_playbook, kubeconfig, rehearsal, local_vars):
+def test_infrastructure_converges_then_teardown_empties_the_account(aws, aws_calls, run_playbook, kubeconfig, rehearsal, local_vars):
     baseline = aws.resources()
 
     first = run_playbook(INFRASTRUCTURE, args=run_args(kubeconfig))
@@ -154,9 +180,10 @@ def test_infrastructure_converges_then_teardown_empties_the_account(aws, run_pla
     assert again.rc == 0, again
     assert again.recap["changed"] == 0, again.changed_tasks
     assert aws.resources() == baseline
+    assert_policies_allow(aws_calls, aws, local_vars, unused=True)
 
 
-def test_check_mode_on_an_empty_account_creates_nothing(aws, run_playbook, kubeconfig):
+def test_check_mode_on_an_empty_account_creates_nothing(aws, aws_calls, run_playbook, kubeconfig, local_vars):
     baseline = aws.resources()
     planned = run_playbook(INFRASTRUCTURE, args=run_args(kubeconfig) + ["--check", "--diff"])
     assert planned.rc == 0, planned
@@ -172,10 +199,11 @@ def test_check_mode_on_an_empty_account_creates_nothing(aws, run_playbook, kubec
     assert "RETRYING" not in planned.output
     assert aws.resources() == baseline
     assert not os.path.exists(kubeconfig)
+    assert_policies_allow(aws_calls, aws, local_vars)
 
 
 @pytest.mark.xdist_group("shared_stack")  # eks_cluster reaches the cluster with an EKS token
-def test_trn1n_pool_stopped_half_way_gets_16_efa_interfaces_and_teardown_cleans_up(aws, run_playbook, kubeconfig, local_vars):
+def test_trn1n_pool_stopped_half_way_gets_16_efa_interfaces_and_teardown_cleans_up(aws, aws_calls, run_playbook, kubeconfig, local_vars):
     baseline = aws.resources()
     pools = [dict(local_vars["trainium_node_pools"][0], instance_type="trn1n.32xlarge")]
     extra = ["-e", json.dumps({"trainium_node_pools": pools})]
@@ -199,10 +227,11 @@ def test_trn1n_pool_stopped_half_way_gets_16_efa_interfaces_and_teardown_cleans_
     assert down.rc == 0, down
     assert "Look up the zones" not in down.text  # no preflight
     assert aws.resources() == baseline
+    assert_policies_allow(aws_calls, aws, local_vars)
 
 
 @pytest.mark.xdist_group("shared_stack")  # eks_cluster reaches the cluster with an EKS token
-def test_teardown_after_an_interrupted_run_empties_the_account(aws, kubeconfig, run_playbook, wait_until):
+def test_teardown_after_an_interrupted_run_empties_the_account(aws, kubeconfig, run_playbook, wait_until, aws_calls, local_vars):
     """SIGINT the playbook once the cluster exists, as a user pressing Ctrl-C would."""
     baseline = aws.resources()
     cmd = [str(VENV_BIN / "ansible-playbook"), INFRASTRUCTURE, "-i", "inventories/local"] + run_args(kubeconfig)
@@ -225,6 +254,7 @@ def test_teardown_after_an_interrupted_run_empties_the_account(aws, kubeconfig, 
     down = run_playbook(TEARDOWN, args=run_args(kubeconfig))
     assert down.rc == 0, down
     assert aws.resources() == baseline
+    assert_policies_allow(aws_calls, aws, local_vars)  # the teardown (the interrupted run uses run_playbook.env)
 
 
 def test_teardown_of_an_empty_account_changes_nothing(aws, run_playbook, kubeconfig):

@@ -1,0 +1,73 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the trainium.eks project
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A botocore client plugin that appends every AWS request a process sends to a file.
+
+It sees the requests of every Python process of a playbook run that uses
+botocore: ansible-playbook itself (lookups such as amazon.aws.ssm_parameter),
+its workers and every module (the collection's and amazon.aws's). Enabled by
+the environment alone, which the module processes inherit from
+ansible-playbook (``record_calls`` in tests/iam/iam_policy.py sets it):
+
+    PYTHONPATH=tests/iam
+    BOTOCORE_EXPERIMENTAL__PLUGINS=trainium_iam=trainium_iam_recorder
+    TRAINIUM_IAM_RECORD=/path/of/the/record.jsonl
+
+botocore calls ``initialize_client_plugin`` for every client it creates. One
+JSON line per HTTP request sent (retries included): the service's signing
+name and endpoint prefix, the operation, and the request parameters that
+name an IAM resource (``NAMED_PARAMETERS``), so that the test can check the
+policies' resource scoping too. Nothing is recorded without
+``TRAINIUM_IAM_RECORD``; nothing is ever changed in a request.
+
+botocore marks its plugin hook (``botocore/plugin.py``) private and may
+change it; botocore is pinned in requirements.txt, and the IAM test fails
+when a run records nothing, so a change shows at the next version bump.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+
+RECORD_VARIABLE = "TRAINIUM_IAM_RECORD"
+# Parameters whose values the policies scope resources by.
+NAMED_PARAMETERS = (
+    "AWSServiceName", "AliasName", "FileSystemId", "InstanceProfileName", "KeyId", "Name", "OpenIDConnectProviderArn",
+    "PolicyArn", "QuotaCode", "ResourceARN", "ResourceArn", "RoleName", "ServiceCode", "TargetKeyId", "clusterName",
+    "logGroupName", "name", "nodegroupName", "principalArn", "repositoryName", "repositoryNames", "resourceArn",
+)
+
+_LOCAL = threading.local()
+
+
+def _remember_parameters(params, **_kwargs):
+    _LOCAL.params = {key: params[key] for key in NAMED_PARAMETERS if key in (params or {})}
+
+
+def _record(client):
+    model = client.meta.service_model
+
+    def record(request, event_name, **_kwargs):
+        path = os.environ.get(RECORD_VARIABLE)
+        if not path:
+            return
+        line = {
+            "signing_name": model.signing_name,
+            "endpoint_prefix": model.endpoint_prefix,
+            "operation": event_name.rsplit(".", 1)[-1],
+            "params": getattr(_LOCAL, "params", {}),
+            "method": request.method,
+            "pid": os.getpid(),
+        }
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(line, sort_keys=True, default=str) + "\n")
+
+    return record
+
+
+def initialize_client_plugin(client):
+    """botocore's hook: called once for every client created while the plugin is enabled."""
+    client.meta.events.register("before-parameter-build", _remember_parameters, unique_id="trainium-iam-params")
+    client.meta.events.register("before-send", _record(client), unique_id="trainium-iam-record")
