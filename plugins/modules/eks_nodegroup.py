@@ -186,7 +186,7 @@ options:
   replace_failed:
     description:
       - What to do with a node group of this name that ended V(CREATE_FAILED) (short quota or capacity,
-        for example): V(true) reports its health issues as a warning, deletes it, waits until it is gone
+        for example). V(true) reports its health issues as a warning, deletes it, waits until it is gone
         and creates it again; V(false) fails with its health issues and leaves it.
       - A node group that failed never becomes V(ACTIVE) and EKS cannot update it, so taking it as
         existing would only fail later.

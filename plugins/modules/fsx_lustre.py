@@ -137,9 +137,9 @@ options:
     version_added: 0.4.0
   restore_from_backup:
     description:
-      - Create the file system from a backup instead of empty (C(CreateFileSystemFromBackup)): a
-        backup ID, or V(latest) for the newest C(AVAILABLE) backup whose C(Name) tag is O(name) (the
-        final backup O(state=absent) takes carries it). Only when the file system does not exist;
+      - Create the file system from a backup instead of empty (C(CreateFileSystemFromBackup)), given
+        as a backup ID, or V(latest) for the newest C(AVAILABLE) backup whose C(Name) tag is O(name)
+        (the final backup O(state=absent) takes carries it). Only when the file system does not exist;
         an existing one is never replaced.
       - With V(latest) and no such backup, the file system is created empty, with a warning.
       - The backup must be of the O(deployment_type) and at most O(storage_capacity) GiB.
