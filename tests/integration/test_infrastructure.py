@@ -175,6 +175,8 @@ def test_infrastructure_converges_then_teardown_empties_the_account(aws, aws_cal
     down = run_playbook(TEARDOWN, args=run_args(kubeconfig))
     assert down.rc == 0, down
     assert aws.resources() == baseline
+    # Every wait prints progress lines, never Ansible's retry lines (issue 9).
+    assert not [run for run in (first, second, park, down) if "RETRYING" in run.output], "a wait printed FAILED - RETRYING lines"
 
     again = run_playbook(TEARDOWN, args=run_args(kubeconfig))
     assert again.rc == 0, again
@@ -254,6 +256,7 @@ def test_teardown_after_an_interrupted_run_empties_the_account(aws, kubeconfig, 
     down = run_playbook(TEARDOWN, args=run_args(kubeconfig))
     assert down.rc == 0, down
     assert aws.resources() == baseline
+    assert "RETRYING" not in down.output
     assert_policies_allow(aws_calls, aws, local_vars)  # the teardown (the interrupted run uses run_playbook.env)
 
 

@@ -1,24 +1,36 @@
 # -*- coding: utf-8 -*-
 # Copyright: Contributors to the trainium.eks project
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""trainium.eks.wait_for_state against the rehearsal: a file system that is CREATING for a few seconds.
+"""trainium.eks.wait_for_state against the rehearsal: a file system that is CREATING for a few seconds; a
+subnet that is deleted a few seconds later (gone) and a VPC that AWS refuses to delete until then (retry_on).
 
 The rehearsal's FSx keeps a new file system CREATING for
 TRAINIUM_REHEARSAL_FSX_CREATE_SECONDS (3 s), as AWS does for minutes.
+The roles' waits themselves run in the Molecule scenarios and in test_infrastructure.py.
 """
 
 from __future__ import annotations
 
+import os
+import pathlib
 import re
+import subprocess
+import types
 
-PLAYBOOK = """
-- name: Wait for a file system
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+VENV_BIN = pathlib.Path(os.environ.get("VENV", ROOT / ".venv")) / "bin"
+
+PLAY = """
+- name: Wait
   hosts: trainium
   gather_facts: false
   module_defaults:
     group/trainium.eks.aws:
       region: us-west-2
   tasks:
+"""
+
+PLAYBOOK = PLAY + """
     - name: Create the file system without waiting
       trainium.eks.fsx_lustre: &args
         name: wait-itest
@@ -90,3 +102,72 @@ def test_timeout_fails_with_the_state_and_the_time(aws, run_playbook, tmp_path):
     assert result.rc != 0
     assert "file system wait-itest is still CREATING after" in result.text
     assert "(timeout 1s; typically 5-15 min on AWS)" in result.text
+
+
+GONE_PLAYBOOK = PLAY + """
+    - name: Wait until the first subnet is gone
+      trainium.eks.wait_for_state:
+        module: amazon.aws.ec2_vpc_subnet_info
+        module_args:
+          filters:
+            subnet-id: {first}
+        state_path: subnets.*.state
+        gone: true
+        what: subnet {first}
+        delay: 1
+        timeout: 60
+      register: gone
+
+    - name: Delete the VPC, again while its second subnet holds it
+      trainium.eks.wait_for_state:
+        module: amazon.aws.ec2_vpc_net
+        module_args:
+          vpc_id: {vpc}
+          state: absent
+        state_path: vpc.id
+        ready: [null]
+        retry_on: [DependencyViolation]
+        what: VPC {vpc} (deleting)
+        delay: 1
+        timeout: 60
+      register: deleted
+
+    - name: Report
+      ansible.builtin.debug:
+        msg: >-
+          WAITED gone_state={{{{ gone.state | length }}}} gone_polls={{{{ gone.polls }}}} deleted_polls={{{{ deleted.polls }}}}
+          deleted_changed={{{{ deleted.changed }}}} END
+"""
+
+
+def test_gone_and_retry_on_wait_with_progress_lines_and_no_retry_lines(aws, run_playbook, tmp_path):
+    ec2 = aws.client("ec2")
+    vpc = ec2.create_vpc(CidrBlock="10.45.0.0/16")["Vpc"]["VpcId"]
+    first, second = (ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.45.{i}.0/24", AvailabilityZone="us-west-2b")["Subnet"]["SubnetId"]
+                     for i in (0, 1))
+    path = tmp_path / "gone.yml"
+    path.write_text(GONE_PLAYBOOK.format(vpc=vpc, first=first))
+    # "AWS" deletes each subnet once the wait has said it waits for it (the subnets stand in for
+    # NAT gateways going, network interfaces that hold a security group, ...).
+    triggers = {f"waiting for subnet {first}:": first, f"waiting for VPC {vpc} (deleting): refused (DependencyViolation)": second}
+    process = subprocess.Popen([str(VENV_BIN / "ansible-playbook"), str(path), "-i", "inventories/local"], cwd=ROOT, env=run_playbook.env,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = []
+    try:
+        for line in process.stdout:
+            lines.append(line)
+            for trigger in [t for t in triggers if t in line]:
+                ec2.delete_subnet(SubnetId=triggers.pop(trigger))
+        process.wait(timeout=120)
+    finally:
+        process.kill()
+    output = "".join(lines)
+    result = types.SimpleNamespace(rc=process.returncode, output=output, text=" ".join(output.split()))
+    assert result.rc == 0 and not triggers, output[-4000:]
+    reported = _reported(result)
+    assert reported["gone_state"] == "0" and reported["deleted_changed"] == "True", output
+    assert int(reported["gone_polls"]) >= 2 and int(reported["deleted_polls"]) >= 2, output
+    assert f"subnet {first}: gone after" in result.output
+    assert f"VPC {vpc} (deleting): gone after" in result.output
+    assert "FAILED" not in result.output and "RETRYING" not in result.output
+    assert vpc not in [v["VpcId"] for v in ec2.describe_vpcs()["Vpcs"]]
