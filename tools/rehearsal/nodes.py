@@ -36,7 +36,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / ".collections"))
 
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_capacity import gather_capacity  # noqa: E402
-from ansible_collections.trainium.eks.plugins.module_utils.trainium_deployment import place_node_pools  # noqa: E402
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_deployment import POOL_LABEL, place_node_pools  # noqa: E402
 
 FIELD_MANAGER = "rehearsal-nodes"
 KWOK_LABEL = ("type", "kwok")
@@ -112,6 +112,8 @@ def node_objects(planned, cluster, lost):
             "topology.kubernetes.io/zone": item["zone"],
             "topology.kubernetes.io/region": item["region"],
             "eks.amazonaws.com/nodegroup": f"{cluster}-{pool['name']}",
+            # The node group of the pool (trn_nodegroup) labels its nodes with the pool's name.
+            POOL_LABEL: pool["name"],
             "eks.amazonaws.com/capacityType": pool.get("capacity_type", "ON_DEMAND"),
             "kubernetes.io/arch": "amd64",
             "kubernetes.io/os": "linux",

@@ -150,8 +150,14 @@ svc_kube_up() {
     --service-account-issuer=https://kubernetes.default.svc.cluster.local \
     --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
     --profiling=false "${KUBE_APISERVER_EXTRA_ARGS[@]}"
+  # --node-monitor-grace-period: kwok renews the fake nodes' leases from a
+  # process that a loaded 2-core machine can starve for more than the default
+  # 50 s; the node lifecycle controller then marks the nodes NotReady and their
+  # pods not Ready, and kwok (unlike a kubelet) never marks those pods Ready
+  # again. Faults are injected on purpose (fault.sh), never by lease loss.
   ensure_daemon kube-controller-manager kube_cm_healthy 60 "$KUBE_CM_PORT" -- \
     "$STATE/bin/kube-controller-manager" \
+    --node-monitor-grace-period=10m \
     --bind-address="$HOST" --secure-port="$KUBE_CM_PORT" \
     --kubeconfig="$PKI/controller-manager.kubeconfig" \
     --authentication-kubeconfig="$PKI/controller-manager.kubeconfig" \
