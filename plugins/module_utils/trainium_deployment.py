@@ -402,6 +402,7 @@ def resource_names(cluster):
     return {
         "cluster_role": f"{cluster}-cluster",
         "node_role": f"{cluster}-node",
+        "vpc_cni_role": f"{cluster}-vpc-cni",
         "kms_alias": f"{cluster}-eks-secrets",
         "node_security_group": f"{cluster}-nodes",
         "lustre_security_group": f"{cluster}-lustre",

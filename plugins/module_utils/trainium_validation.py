@@ -155,6 +155,7 @@ AMI_ID_RE = re.compile(r"^ami-[0-9a-f]{8,17}$")
 SUBNET_ID_RE = re.compile(r"^subnet-[0-9a-f]{8,17}$")
 SECURITY_GROUP_ID_RE = re.compile(r"^sg-[0-9a-f]{8,17}$")
 MAINTENANCE_RE = re.compile(r"^[1-7]:([01][0-9]|2[0-3]):[0-5][0-9]$")
+VPC_CNI_VERSION_RE = re.compile(r"^v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+$")
 DAILY_TIME_RE = re.compile(r"^([01][0-9]|2[0-3]):[0-5][0-9]$")
 # Polling knobs of every role: <role>_<what>_retries / _delay.
 RETRIES_RANGE = (1, 1000)
@@ -262,6 +263,12 @@ def eks_cluster_problems(values):
     service_cidr = values.get("eks_cluster_service_ipv4_cidr")
     if service_cidr and ipv4_network(service_cidr) is None:
         problems.add("eks_cluster_service_ipv4_cidr", service_cidr, "empty (EKS chooses) or an IPv4 CIDR block such as 172.20.0.0/16")
+    if values.get("eks_cluster_vpc_cni_irsa") and values.get("eks_cluster_oidc_provider") is False:
+        problems.add("eks_cluster_vpc_cni_irsa", True,
+                     "false while eks_cluster_oidc_provider is false (the CNI's role is assumed through the cluster's OIDC provider)")
+    version = values.get("eks_cluster_vpc_cni_version")
+    if version and not VPC_CNI_VERSION_RE.match(str(version)):
+        problems.add("eks_cluster_vpc_cni_version", version, "empty (EKS's default) or a vpc-cni add-on version such as v1.20.4-eksbuild.1")
     problems.extend(eks_access_problems(values))
     return problems
 

@@ -99,6 +99,7 @@ NOT_RECORDED = {
         "eks:TagResource": _UPDATE,
         "eks:UntagResource": _UPDATE,
         "eks:UpdateClusterConfig": _UPDATE,
+        "eks:UpdateAddon": "a vpc-cni add-on whose version, role or configuration changed",
         "eks:UpdateClusterVersion": "a one-minor Kubernetes upgrade",
         "eks:UpdateNodegroupVersion": "a Kubernetes upgrade or a new launch template version",
         "fsx:CreateFileSystemFromBackup": "fsx_lustre_restore_backup: the file system made again from a backup",
@@ -128,6 +129,7 @@ NOT_RECORDED = {
     },
     "teardown": {
         "eks:DeleteAccessEntry": _ACCESS_ENTRIES,
+        "eks:DeleteAddon": "trainium.eks.eks_addon state=absent, which no role runs (the vpc-cni add-on goes with the cluster)",
         "eks:DescribeAccessEntry": _ACCESS_ENTRIES,
         "eks:DisassociateAccessPolicy": _ACCESS_ENTRIES,
         "eks:ListAccessEntries": _ACCESS_ENTRIES,
