@@ -678,6 +678,19 @@ def read_access_entries(client, cluster, wanted):
     return policies, stale_entries
 
 
+def foreign_entries(client, cluster, wanted, policies):
+    """The listed principals whose access entry the module did not make and that are not cluster admins.
+
+    Making them admins would raise an entry someone else owns (a namespace-scoped
+    one, say), and the module would never take that back: such principals are
+    refused. One DescribeAccessEntry per principal with a non-admin entry; none
+    on a converged cluster.
+    """
+    policy = admin_policy_arn(cluster.get("arn"))
+    candidates = [arn for arn in wanted if policies.get(arn) is not None and not is_admin(policies.get(arn), policy)]
+    return sorted(arn for arn in candidates if not entry_is_ours(describe_access_entry(client, cluster["name"], arn)))
+
+
 def apply_access_entries(client, cluster, plan, entry_tags):
     """Carry out ``plan_access_entries``'s plan; the cluster tag first grows, then shrinks, so a cut-short run forgets nothing."""
     name, arn = cluster["name"], cluster["arn"]

@@ -469,6 +469,14 @@ def converge_access_entries(module, client, cluster, wanted, readable):
         return None, True
     if readable:
         policies, stale_entries = eks.read_access_entries(client, cluster, wanted)
+        foreign = eks.foreign_entries(client, cluster, wanted, policies)
+        if foreign:
+            module.fail_json(msg=(
+                f"admin_principal_arns: {', '.join(foreign)} already {'have' if len(foreign) > 1 else 'has'} an access entry of "
+                f"cluster {cluster['name']} that this module did not make and that is not a cluster admin; allowed: principals "
+                "without an entry, or with one this module made (delete the other entry first: "
+                "aws eks delete-access-entry --cluster-name CLUSTER --principal-arn ARN)"))
+            return None, False
     else:
         # The mode goes from CONFIG_MAP to one with API in this run: no entry exists yet.
         policies, stale_entries = {}, {}

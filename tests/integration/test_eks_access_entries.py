@@ -62,18 +62,23 @@ def test_listed_principals_come_and_go_and_other_entries_stay(aws, cluster_modul
     eks.create_access_entry(clusterName="trn-access", principalArn=by_hand)
     eks.associate_access_policy(clusterName="trn-access", principalArn=by_hand, policyArn=ADMIN,
                                 accessScope={"type": "namespace", "namespaces": ["ml"]})
-    # Listed: the entry made by hand gets the policy at cluster scope; the team's entry goes.
-    planned = cluster_module(check=True, admin_principal_arns=[ops, by_hand])
+    # Listed: an entry made by hand is not raised to cluster admin (the module could never take that back):
+    # refused before anything changes.
+    refused = cluster_module(admin_principal_arns=[ops, by_hand])
+    assert refused["failed"] is True and f"admin_principal_arns: {by_hand} already has an access entry" in refused["msg"]
+    assert admins(eks) == {CREATOR: (False, True), team: (True, True), ops: (True, True), by_hand: (False, False)}
+    # The creator's entry (made by EKS, already cluster admin) may be listed: nothing to change there.
+    planned = cluster_module(check=True, admin_principal_arns=[ops, CREATOR])
     assert planned["changed"] is True and planned["updates"] == ["access_entries"]
     assert team in admins(eks)
-    moved = cluster_module(admin_principal_arns=[ops, by_hand])
+    moved = cluster_module(admin_principal_arns=[ops, CREATOR])
     assert moved["changed"] is True and moved["updates"] == ["access_entries"]
-    assert admins(eks) == {CREATOR: (False, True), ops: (True, True), by_hand: (False, True)}
+    assert admins(eks) == {CREATOR: (False, True), ops: (True, True), by_hand: (False, False)}
 
-    # Off the list: the module's own entry goes; the one made by hand stays (it only got a policy), and the creator's.
+    # Off the list: the module's own entry goes; the creator's stays, and so does the one made by hand (never touched).
     emptied = cluster_module(admin_principal_arns=[])
     assert emptied["changed"] is True and emptied["cluster"]["admin_principal_arns"] == []
-    assert admins(eks) == {CREATOR: (False, True), by_hand: (False, True)}
+    assert admins(eks) == {CREATOR: (False, True), by_hand: (False, False)}
     assert "trainium.eks/admin-entries" not in eks.describe_cluster(name="trn-access")["cluster"]["tags"]
     again = cluster_module(admin_principal_arns=[])
     assert again["changed"] is False, again

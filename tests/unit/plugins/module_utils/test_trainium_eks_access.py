@@ -186,3 +186,24 @@ def test_apply_removes_the_tag_with_the_last_principal(stub):
     stubber.add_response("delete_access_entry", {}, {"clusterName": "trn-rehearsal", "principalArn": ALICE})
     stubber.add_response("untag_resource", {}, {"resourceArn": ARN, "tagKeys": [eks.ADMIN_ENTRIES_TAG]})
     eks.apply_access_entries(client, cluster(ALICE), plan, OURS)
+
+
+class DescribeOnly:
+    """describe_access_entry of a few entries; counts the calls."""
+
+    def __init__(self, entries):
+        self.entries, self.calls = entries, []
+
+    def describe_access_entry(self, clusterName, principalArn):  # noqa: N803 - boto3's names
+        self.calls.append(principalArn)
+        return {"accessEntry": self.entries[principalArn]}
+
+
+def test_an_entry_someone_else_made_is_refused_unless_it_is_cluster_admin_already(monkeypatch):
+    client = DescribeOnly({BOB: {"tags": {}}, ALICE: {"tags": OURS}, CREATOR: {"tags": {}}})
+    monkeypatch.setattr(eks, "describe_access_entry", lambda c, name, arn: c.describe_access_entry(clusterName=name, principalArn=arn)["accessEntry"])
+    policies = {BOB: admin({"type": "namespace", "namespaces": ["ml"]}), ALICE: [], CREATOR: admin()}
+    assert eks.foreign_entries(client, cluster(), [BOB, ALICE, CREATOR], policies) == [BOB]
+    # The creator is admin already (nothing to raise): not even read; a principal without an entry neither.
+    assert client.calls == [BOB, ALICE]
+    assert eks.foreign_entries(DescribeOnly({}), cluster(), [CREATOR, ALICE], {CREATOR: admin(), ALICE: None}) == []
