@@ -172,7 +172,12 @@ def delete_repository(client, name, force, registry_id=None):
     return True
 
 
-def ensure_repository(client, name, wanted, tags, purge_tags=True, registry_id=None, check_mode=False):
+def missing_owner_tags(tags_now, owner_tags):
+    """The owner tags (key=value) an existing repository lacks; empty when it carries them all (or none are asked)."""
+    return sorted(f"{key}={value}" for key, value in (owner_tags or {}).items() if (tags_now or {}).get(str(key)) != str(value))
+
+
+def ensure_repository(client, name, wanted, tags, purge_tags=True, registry_id=None, check_mode=False, owner_tags=None):
     """Bring the repository ``name`` to ``wanted`` and ``tags``; returns the module result without its diff wrapper.
 
     The result has ``changed``, ``created``, ``repository`` (None for a
@@ -191,9 +196,13 @@ def ensure_repository(client, name, wanted, tags, purge_tags=True, registry_id=N
             if desired_policy is not None:
                 apply_updates(client, name, {"lifecycle_policy": desired_policy}, registry_id)
         return result
+    tags_now = list_tags(client, repository["repositoryArn"])
+    missing = missing_owner_tags(tags_now, owner_tags)
+    if missing:
+        return {"refused": f"name: the ECR repository {name} exists without the tags {', '.join(missing)} of this deployment; "
+                           "allowed: a repository this deployment made, or a new name (or adopt this one on purpose)"}
     policy_now = get_lifecycle_policy(client, name, registry_id)
     plan = plan_repository(repository, policy_now, wanted)
-    tags_now = list_tags(client, repository["repositoryArn"])
     to_set, to_remove = common.tag_diff(tags_now, tags, purge_tags)
     if not check_mode:
         apply_updates(client, name, plan["updates"], registry_id)

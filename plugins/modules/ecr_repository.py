@@ -66,6 +66,15 @@ options:
       - Remove the tags of the repository that O(tags) does not list (tags starting with C(aws:) stay).
     type: bool
     default: true
+  owner_tags:
+    description:
+      - Tags that mark the repository as the caller's. An existing repository without all of them is
+        neither changed (O(state=present) fails naming the missing tags) nor deleted (O(state=absent)
+        leaves it, with a warning), so that a repository of the same name that someone else made
+        keeps its settings, tags and images.
+      - Unset, any repository of that name is managed.
+    type: dict
+    version_added: 0.4.0
   force_absent:
     description:
       - With O(state=absent), delete the repository also when it holds images (they are deleted with it).
@@ -123,6 +132,10 @@ deleted:
   description: Whether the task deleted the repository (or would, in check mode).
   returned: when O(state=absent)
   type: bool
+kept:
+  description: The repository was left in place because it lacks O(owner_tags).
+  returned: when O(state=absent) left a repository
+  type: bool
 updates:
   description: The settings the task changed (or would change), by option name.
   returned: when O(state=present)
@@ -149,6 +162,12 @@ def absent(module, client, params):
     repository = fail_on_aws_error(module, ecr_tags.describe_repository, client, params["name"], params["registry_id"])
     if repository is None:
         return {"changed": False, "deleted": False, "created": False, "repository": {}}
+    if params["owner_tags"]:
+        missing = fail_on_aws_error(module, lambda: ecr_tags.missing_owner_tags(
+            ecr_tags.list_tags(client, repository["repositoryArn"]), params["owner_tags"]))
+        if missing:
+            warn(module, f"ECR repository {params['name']} left in place: it lacks the tags {', '.join(missing)} of this deployment")
+            return {"changed": False, "deleted": False, "created": False, "kept": True, "repository": repository}
     if not module.check_mode:
         fail_on_aws_error(module, ecr_tags.delete_repository, client, params["name"], params["force_absent"], params["registry_id"])
     result = {"changed": True, "deleted": True, "created": False, "repository": {}}
@@ -158,7 +177,7 @@ def absent(module, client, params):
 
 
 def present(module, client, params):
-    """The result of creating or updating the repository, with its --diff."""
+    """The result of creating or updating the repository, with its --diff; None after a failure."""
     wanted = {
         "image_tag_mutability": params["image_tag_mutability"].upper(),
         "scan_on_push": params["scan_on_push"],
@@ -173,7 +192,11 @@ def present(module, client, params):
     result = fail_on_aws_error(
         module, ecr_tags.ensure_repository, client, params["name"], wanted, params["tags"],
         purge_tags=params["purge_tags"], registry_id=params["registry_id"], check_mode=module.check_mode,
+        owner_tags=params["owner_tags"],
     )
+    if "refused" in result:
+        module.fail_json(msg=result["refused"])
+        return None
     for warning in result.pop("warnings"):
         warn(module, warning)
     before = result.pop("before")
@@ -201,6 +224,7 @@ def main():
         lifecycle_policy=dict(type="raw"),
         tags=dict(type="dict", aliases=["resource_tags"]),
         purge_tags=dict(type="bool", default=True),
+        owner_tags=dict(type="dict"),
         force_absent=dict(type="bool", default=False),
     )
     module = AnsibleAWSModule(argument_spec=argument_spec, supports_check_mode=True)
@@ -209,7 +233,8 @@ def main():
         result = absent(module, client, module.params)
     else:
         result = present(module, client, module.params)
-    module.exit_json(**result)
+    if result is not None:
+        module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -41,3 +41,27 @@ def test_bad_input_fails_before_any_call(aws, run_playbook, ecr_playbook, variab
     assert result.rc != 0, result
     assert message in result.text
     assert repositories(aws) == []
+
+
+def test_a_repository_someone_else_made_is_neither_taken_over_nor_deleted(aws, run_playbook, ecr_playbook, local_vars):
+    ecr = aws.client("ecr")
+    name = local_vars["trainium_image"]["repository"]
+    theirs = ecr.create_repository(repositoryName=name, imageTagMutability="MUTABLE", tags=[{"Key": "team", "Value": "vision"}])["repository"]
+
+    refused = run_playbook(ecr_playbook)
+    assert refused.rc != 0, refused
+    assert f"name: the ECR repository {name} exists without the tags trainium.eks/cluster={local_vars['trainium_cluster_name']}" in refused.text
+    left = ecr.describe_repositories(repositoryNames=[name])["repositories"][0]
+    assert left["imageTagMutability"] == "MUTABLE"
+    assert ecr.list_tags_for_resource(resourceArn=theirs["repositoryArn"])["tags"] == [{"Key": "team", "Value": "vision"}]
+
+    kept = run_playbook(ecr_playbook, extra_vars={"ecr_state": "absent"})
+    assert kept.rc == 0 and kept.recap["changed"] == 0, kept
+    assert "left in place: it lacks the tags trainium.eks/cluster=" in kept.text
+    assert repositories(aws) == [name]
+
+    adopted = run_playbook(ecr_playbook, extra_vars={"ecr_adopt_existing": True})
+    assert adopted.rc == 0 and adopted.recap["changed"] == 1, adopted
+    assert ecr.describe_repositories(repositoryNames=[name])["repositories"][0]["imageTagMutability"] == "IMMUTABLE"
+    gone = run_playbook(ecr_playbook, extra_vars={"ecr_state": "absent"})
+    assert gone.rc == 0 and repositories(aws) == []

@@ -163,8 +163,8 @@ def test_ensure_repository_changes_nothing_when_everything_matches(ecr):
     client, stubber = ecr
     stubber.add_response("describe_repositories", {"repositories": [CONFIGURED]})
     # ECR hands the policy back in its own key order and the rules unsorted: still the same policy.
-    stubber.add_response("get_lifecycle_policy", {"lifecyclePolicyText": policy_text(POLICY)}, NAME)
     stubber.add_response("list_tags_for_resource", {"tags": tag_list(WANTED)}, {"resourceArn": ARN})
+    stubber.add_response("get_lifecycle_policy", {"lifecyclePolicyText": policy_text(POLICY)}, NAME)
     result = ecr_tags.ensure_repository(client, "bert-pretrain-neuron", SETTINGS, WANTED)
     assert result["changed"] is False and result["updates"] == {} and result["warnings"] == []
 
@@ -173,8 +173,8 @@ def test_ensure_repository_fixes_drift_in_place(ecr):
     client, stubber = ecr
     drifted = dict(CONFIGURED, imageTagMutability="MUTABLE", imageScanningConfiguration={"scanOnPush": False})
     stubber.add_response("describe_repositories", {"repositories": [drifted]})
-    stubber.add_client_error("get_lifecycle_policy", "LifecyclePolicyNotFoundException")
     stubber.add_response("list_tags_for_resource", {"tags": tag_list(dict(WANTED, stray="x"))}, {"resourceArn": ARN})
+    stubber.add_client_error("get_lifecycle_policy", "LifecyclePolicyNotFoundException")
     stubber.add_response("put_image_tag_mutability", {}, dict(NAME, imageTagMutability="IMMUTABLE"))
     stubber.add_response("put_image_scanning_configuration", {}, dict(NAME, imageScanningConfiguration={"scanOnPush": True}))
     stubber.add_response("put_lifecycle_policy", {}, dict(NAME, lifecyclePolicyText=PUT_POLICY))
@@ -197,3 +197,13 @@ def test_delete_repository_is_false_when_the_repository_is_gone(ecr):
     client, stubber = ecr
     stubber.add_client_error("delete_repository", "RepositoryNotFoundException", expected_params=dict(NAME, force=True))
     assert ecr_tags.delete_repository(client, "bert-pretrain-neuron", True) is False
+
+
+def test_a_repository_of_another_deployment_is_refused_before_anything_changes(ecr):
+    client, stubber = ecr
+    stubber.add_response("describe_repositories", {"repositories": [CONFIGURED]})
+    stubber.add_response("list_tags_for_resource", {"tags": tag_list({"trainium.eks/cluster": "other", "team": "x"})}, {"resourceArn": ARN})
+    result = ecr_tags.ensure_repository(client, "bert-pretrain-neuron", SETTINGS, WANTED, owner_tags={"trainium.eks/cluster": "trn-rehearsal"})
+    assert result == {"refused": "name: the ECR repository bert-pretrain-neuron exists without the tags trainium.eks/cluster=trn-rehearsal "
+                                 "of this deployment; allowed: a repository this deployment made, or a new name (or adopt this one on purpose)"}
+    assert ecr_tags.missing_owner_tags({"trainium.eks/cluster": "trn-rehearsal"}, {"trainium.eks/cluster": "trn-rehearsal"}) == []
