@@ -142,9 +142,16 @@ options:
         (the final backup O(state=absent) takes carries it). Only when the file system does not exist;
         an existing one is never replaced.
       - With V(latest) and no such backup, the file system is created empty, with a warning.
+      - With V(latest), O(restore_match_tags) narrows the backups considered.
       - The backup must be of the O(deployment_type) and at most O(storage_capacity) GiB.
       - Not with O(data_repository).
     type: str
+    version_added: 0.4.0
+  restore_match_tags:
+    description:
+      - With O(restore_from_backup=latest), only backups that also carry these tags (besides the C(Name) tag)
+        are considered, so that a backup someone else tagged with the same name is not restored.
+    type: dict
     version_added: 0.4.0
   data_repository:
     description:
@@ -500,7 +507,7 @@ class FsxLustre:
         if not wanted:
             return None
         if wanted == fsx.LATEST_BACKUP:
-            backup = fsx.newest_backup(fsx.describe_backups(self.client), self.params["name"])
+            backup = fsx.newest_backup(fsx.describe_backups(self.client), self.params["name"], self.params.get("restore_match_tags"))
             if backup is None:
                 common.warn(self.module, f"restore_from_backup: no AVAILABLE backup of file system {self.params['name']!r} found; "
                                          "creating it empty")
@@ -630,6 +637,7 @@ def main():
         final_backup=dict(type="bool", default=True),
         final_backup_tags=dict(type="dict"),
         restore_from_backup=dict(type="str"),
+        restore_match_tags=dict(type="dict"),
         data_repository=dict(
             type="dict",
             options=dict(

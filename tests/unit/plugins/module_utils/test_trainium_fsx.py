@@ -684,6 +684,10 @@ def test_newest_backup_takes_the_newest_available_backup_of_this_name():
                _backup("backup-00000004", "2026-11-29T00:00:00", name="other-data")]
     assert fsx.newest_backup(backups, "trn-rehearsal-data")["BackupId"] == "backup-00000002"
     assert fsx.newest_backup(backups, "missing-data") is None
+    # Only backups that carry the deployment's tags too, when asked.
+    assert fsx.newest_backup(backups, "trn-rehearsal-data", {"trainium.eks/cluster": "trn-rehearsal"}) is None
+    tagged = dict(backups[0], Tags=backups[0]["Tags"] + [{"Key": "trainium.eks/cluster", "Value": "trn-rehearsal"}])
+    assert fsx.newest_backup(backups + [tagged], "trn-rehearsal-data", {"trainium.eks/cluster": "trn-rehearsal"}) is tagged
 
 
 def test_restore_problem_names_deployment_type_and_capacity():
