@@ -31,7 +31,10 @@ DEPLOYMENT_VARIABLES = (
     "trainium_dataset",
     "trainium_job",
     "trainium_tags",
+    "trainium_teardown_keep",
 )
+# What a teardown can leave in place (trainium_teardown_keep).
+TEARDOWN_KEEPS = ("repository",)
 MANAGED_BY = "trainium.eks"
 CLUSTER_TAG = "trainium.eks/cluster"
 POOL_LABEL = "trainium.eks/pool"
@@ -243,6 +246,13 @@ def deployment_errors(variables):
     _validate_dataset(errors, variables.get("trainium_dataset"))
     _validate_job(errors, variables.get("trainium_job"), pool_names)
     _validate_tags(errors, variables.get("trainium_tags"))
+    keep = variables.get("trainium_teardown_keep")
+    if keep is not None and not isinstance(keep, list):
+        errors.add("trainium_teardown_keep", keep, "a list of what a teardown keeps: " + ", ".join(TEARDOWN_KEEPS))
+    for index, item in enumerate(keep if isinstance(keep, list) else []):
+        if item not in TEARDOWN_KEEPS:
+            errors.add(f"trainium_teardown_keep[{index}]", item, "one of " + ", ".join(TEARDOWN_KEEPS)
+                       + " (the file system's data is kept by its final backup, fsx_lustre_final_backup)")
     return list(errors)
 
 

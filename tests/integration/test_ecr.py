@@ -65,3 +65,22 @@ def test_a_repository_someone_else_made_is_neither_taken_over_nor_deleted(aws, r
     assert ecr.describe_repositories(repositoryNames=[name])["repositories"][0]["imageTagMutability"] == "IMMUTABLE"
     gone = run_playbook(ecr_playbook, extra_vars={"ecr_state": "absent"})
     assert gone.rc == 0 and repositories(aws) == []
+
+
+def test_teardown_keeps_the_repository_when_told_and_refuses_what_it_cannot_keep(aws, run_playbook, ecr_playbook, local_vars):
+    name = local_vars["trainium_image"]["repository"]
+    assert run_playbook(ecr_playbook).rc == 0
+    wrong = run_playbook("playbooks/teardown.yml", extra_vars={"trainium_teardown_keep": ["file_system"]})
+    assert wrong.rc != 0 and "trainium_teardown_keep[0]: got 'file_system'" in wrong.text, wrong
+    assert repositories(aws) == [name]
+
+    kept = run_playbook("playbooks/teardown.yml", extra_vars={"trainium_teardown_keep": ["repository"]})
+    assert kept.rc == 0, kept
+    assert f"Kept the ECR repository {name} with its images" in kept.text
+    assert repositories(aws) == [name]
+
+    gone = run_playbook("playbooks/teardown.yml")
+    assert gone.rc == 0, gone
+    assert repositories(aws) == []
+    # No deprecation notice from the collection's calls (iam_role is told about instance profiles).
+    assert "DEPRECATION" not in kept.output + gone.output
