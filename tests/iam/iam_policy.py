@@ -16,10 +16,29 @@ Two sources of calls, two tests:
   (``static_actions``, paths the rehearsal does not take included) is allowed
   by one of the policies.
 
-The policy files hold placeholders (``PLACEHOLDERS``) that the operator
-replaces (docs/iam-policy.md); the checks replace them with the rehearsal's
-values. The evaluation is IAM's for Allow statements: actions and resources
-with ``*`` and ``?`` wildcards, the condition operators in ``OPERATORS``.
+A stage's policy is a set of files, ``docs/iam/trainium-eks-<stage>.json``
+or ``trainium-eks-<stage>-<part>.json`` (each one customer managed policy,
+attached together); the checks merge them. The files hold placeholders
+(``PLACEHOLDERS``) that the operator replaces (docs/iam-policy.md); the
+checks replace them with the rehearsal's values, and the size check with the
+longest values the collection accepts (``worst_case_renderings``).
+
+The evaluation is IAM's for Allow statements: actions and resources with
+``*`` and ``?`` wildcards, the condition operators in ``OPERATORS``. Condition
+keys come in three kinds (``key_kind``):
+
+- request keys, from the request's parameters (``REQUEST_CONDITION_KEYS``,
+  ``aws:RequestTag/<key>`` from its ``Tags``);
+- resource keys, from what the record saw of the resource the request acts
+  on (``kms:ResourceAliases``, ``aws:ResourceTag/<key>``; see ``_State``).
+  When the record cannot tell (a resource made before the record began and
+  never described in it), the condition is left to AWS (``AWS_ONLY``) and
+  the report of ``problems_of_record`` names the request;
+- keys AWS sets only when a service acts for the principal
+  (``AWS_SET_CONDITION_KEYS``: ``iam:PassedToService``, ``kms:ViaService``,
+  ``kms:GrantIsForAWSResource``). No request the collection sends carries
+  them, so a statement that needs them allows none of its requests; those
+  statements serve what AWS does in its name (``NOT_RECORDED``, "AWS only").
 """
 
 from __future__ import annotations
@@ -35,19 +54,47 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 HERE = pathlib.Path(__file__).resolve().parent
 POLICY_DIR = ROOT / "docs" / "iam"
 STAGES = ("preflight", "infrastructure", "teardown")
+# trainium-eks-<stage>.json, or trainium-eks-<stage>-<part>.json when a stage needs more than one managed policy.
+POLICY_FILE_RE = re.compile(r"^trainium-eks-(?P<stage>[a-z]+)(?:-(?P<part>[a-z]+))?\.json$")
 # The first word of a play's name says its stage; the other plays (Validate, Summary) call no AWS API.
 PLAY_STAGES = {"Preflight": "preflight", "Infrastructure": "infrastructure", "Teardown": "teardown"}
 PLACEHOLDERS = ("ACCOUNT_ID", "REGION", "CLUSTER_NAME", "REPOSITORY_NAME")
-# IAM's limit for a customer managed policy, whitespace not counted.
+# IAM's limit for a customer managed policy, whitespace not counted ...
 MANAGED_POLICY_MAX_CHARS = 6144
-OPERATORS = ("StringEquals", "StringLike", "ArnEquals", "ArnLike", "Bool")
-# Condition keys a recorded request carries (from its parameters) ...
+# ... and what each file may take, rendered with the longest values (worst_case_renderings): 10% stays free.
+SIZE_MARGIN = 0.10
+MAX_RENDERED_CHARS = int(MANAGED_POLICY_MAX_CHARS * (1 - SIZE_MARGIN))
+# The longest values the collection accepts (unit-tested against the code that enforces them):
+# trainium_cluster_name: CLUSTER_NAME_RE of plugins/module_utils/trainium_deployment.py (2-40 characters);
+# the repository: ecr_problems of plugins/module_utils/trainium_validation.py (ecr_repository_name, 2-256).
+MAX_CLUSTER_NAME_CHARS = 40
+MAX_REPOSITORY_NAME_CHARS = 256
+# The partitions docs/iam-policy.md covers (arn:aws: replaced by arn:<partition>:).
+PARTITIONS = ("aws", "aws-cn", "aws-us-gov")
+OPERATORS = ("StringEquals", "StringLike", "ArnEquals", "ArnLike", "Bool",
+             "ForAnyValue:StringEquals", "ForAnyValue:StringLike", "ForAllValues:StringEquals", "ForAllValues:StringLike")
+# Condition keys a recorded request carries, from its parameters (and aws:RequestTag/<key> from its Tags) ...
 REQUEST_CONDITION_KEYS = {"iam:PolicyARN": "PolicyArn", "iam:AWSServiceName": "AWSServiceName"}
-# ... and keys AWS sets from what it does with the request, which the rehearsal cannot show.
-UNSEEN_CONDITION_KEYS = {
-    "iam:PassedToService": "EKS checks iam:PassRole itself when it takes the role in CreateCluster / CreateNodegroup",
+REQUEST_TAG = "aws:RequestTag/"
+# ... keys of the resource it acts on, known from what the record saw of the resource (_State) ...
+RESOURCE_TAG = "aws:ResourceTag/"
+RESOURCE_CONDITION_KEYS = {
+    "kms:ResourceAliases": "the aliases of the KMS key: CreateKey, CreateAlias, ListAliases and DescribeKey by alias in the record",
+}
+# ... and keys AWS sets only when a service acts in the principal's name: a request the collection sends never has them.
+AWS_SET_CONDITION_KEYS = {
+    "iam:PassedToService": "EKS checks iam:PassRole itself when it takes the role in CreateCluster / CreateNodegroup / CreateAddon",
+    "kms:ViaService": "EKS calls CreateGrant on the secrets key in CreateCluster, in the caller's name",
     "kms:GrantIsForAWSResource": "EKS creates the grant on the secrets key with the caller's permissions",
 }
+# A resource key whose value the record cannot tell: the condition is AWS's to check (reported, never a problem).
+AWS_ONLY = "(checked by AWS only)"
+# A resource a create request makes: its ID is AWS's choice; it has no tags and no aliases yet.
+NEW_RESOURCE_ID = "(new)"
+# Tags on a create call: AWS authorizes them as the tag action too (KMS: "kms:TagResource permission in an IAM policy";
+# FSx: "additional authorization on the fsx:TagResource action"), on the new resource, with the request's tags.
+TAG_ON_CREATE = {"kms:CreateKey": "kms:TagResource", "fsx:CreateFileSystem": "fsx:TagResource",
+                 "fsx:CreateFileSystemFromBackup": "fsx:TagResource"}
 # IAM actions that are no API operation of their service's model.
 NON_API_ACTIONS = {"iam:PassRole"}
 # IAM service prefixes of the botocore services the collection uses (signing names).
@@ -104,7 +151,6 @@ NOT_RECORDED = {
         "eks:UpdateNodegroupVersion": "a Kubernetes upgrade or a new launch template version",
         "fsx:CreateFileSystemFromBackup": "fsx_lustre_restore_backup: the file system made again from a backup",
         "fsx:DescribeBackups": "fsx_lustre_restore_backup: the backup to restore from",
-        "fsx:TagResource": _TAG_ON_CREATE + "; and tag updates",
         "fsx:UntagResource": _UPDATE,
         "fsx:UpdateFileSystem": _UPDATE,
         "iam:AddClientIDToOpenIDConnectProvider": "an OIDC provider of the issuer made without the sts.amazonaws.com audience",
@@ -117,9 +163,8 @@ NOT_RECORDED = {
         "iam:UpdateAssumeRolePolicy": _UPDATE,
         "iam:UpdateRole": _UPDATE,
         "kms:CancelKeyDeletion": "a run within the deletion window after a teardown takes the key back",
-        "kms:CreateGrant": "EKS grants itself the secrets key in CreateCluster (AWS only)",
+        "kms:CreateGrant": "EKS grants itself the secrets key in CreateCluster (AWS only: kms:ViaService)",
         "kms:EnableKey": "a secrets key disabled by hand is enabled again (kms_key enabled: true)",
-        "kms:TagResource": _TAG_ON_CREATE + "; and tag updates",
         "kms:UntagResource": _UPDATE,
         "kms:UpdateKeyDescription": _UPDATE,
         "logs:TagLogGroup": _UPDATE,
@@ -145,8 +190,19 @@ NOT_RECORDED = {
 
 # ------------------------------------------------------------------ policies
 
-def policy_path(stage):
-    return POLICY_DIR / f"trainium-eks-{stage}.json"
+def stage_of(name):
+    """The stage a file name of docs/iam/ belongs to (POLICY_FILE_RE), or None."""
+    match = POLICY_FILE_RE.match(name)
+    return match["stage"] if match and match["stage"] in STAGES else None
+
+
+def policy_paths(stage, directory=POLICY_DIR):
+    """The files of ``stage``'s policy in name order: each is one customer managed policy; the operator attaches them all."""
+    return [path for path in sorted(pathlib.Path(directory).glob("*.json")) if stage_of(path.name) == stage]
+
+
+def policy_names(stage):
+    return " + ".join(path.name for path in policy_paths(stage)) or f"(no trainium-eks-{stage}*.json in docs/iam/)"
 
 
 def render(text, values):
@@ -156,9 +212,40 @@ def render(text, values):
     return text
 
 
-def load_policy(stage, values=None):
-    text = policy_path(stage).read_text(encoding="utf-8")
+def load_policy_file(path, values=None):
+    text = pathlib.Path(path).read_text(encoding="utf-8")
     return json.loads(render(text, values) if values else text)
+
+
+def load_policy(stage, values=None):
+    """The policy of ``stage``: the statements of all its files together (IAM allows what any attached policy allows)."""
+    return {"Version": "2012-10-17",
+            "Statement": [statement for path in policy_paths(stage) for statement in load_policy_file(path, values)["Statement"]]}
+
+
+def policy_chars(text):
+    """The size IAM counts against a managed policy's limit: the characters that are not whitespace."""
+    return len("".join(text.split()))
+
+
+@functools.lru_cache(maxsize=None)
+def longest_regions():
+    """{partition: its longest region name} of PARTITIONS, from botocore's endpoint data (the regions with EC2)."""
+    session, _xform = _service_models()
+    return {partition: max(sorted(session.get_available_regions("ec2", partition_name=partition)), key=len)
+            for partition in PARTITIONS}
+
+
+def worst_case_renderings(text):
+    """(partition, region, rendered text) for each partition: ``text`` with the longest values the collection accepts.
+
+    A 12-digit account, the partition's longest region, a cluster name of MAX_CLUSTER_NAME_CHARS, a repository
+    name of MAX_REPOSITORY_NAME_CHARS, and ``arn:aws:`` replaced by the partition's ARN prefix (docs/iam-policy.md).
+    """
+    for partition, region in longest_regions().items():
+        values = {"ACCOUNT_ID": "1" * 12, "REGION": region, "CLUSTER_NAME": "c" * MAX_CLUSTER_NAME_CHARS,
+                  "REPOSITORY_NAME": "r" * MAX_REPOSITORY_NAME_CHARS}
+        yield partition, region, render(text, values).replace("arn:aws:", f"arn:{partition}:")
 
 
 def _as_list(value):
@@ -177,30 +264,58 @@ def _matches(pattern, value, case_sensitive=True):
     return fnmatch.fnmatchcase(value.lower(), pattern.lower())
 
 
-def _condition_holds(operator, key, wanted, context):
-    if key not in context:
-        return key in UNSEEN_CONDITION_KEYS
-    given = context[key]
-    wanted = [str(w) for w in _as_list(wanted)]
+def key_kind(key):
+    """"request", "resource" or "aws" (see the module's docstring); None for a key the checks do not know."""
+    if key in REQUEST_CONDITION_KEYS or key.startswith(REQUEST_TAG):
+        return "request"
+    if key in RESOURCE_CONDITION_KEYS or key.startswith(RESOURCE_TAG):
+        return "resource"
+    if key in AWS_SET_CONDITION_KEYS:
+        return "aws"
+    return None
+
+
+def _compare(operator, given, wanted):
     if operator in ("StringEquals", "ArnEquals"):
         return given in wanted
     if operator in ("StringLike", "ArnLike"):
         return any(_matches(w, given) for w in wanted)
     if operator == "Bool":
-        return str(given).lower() in [w.lower() for w in wanted]
+        return given.lower() in [w.lower() for w in wanted]
     return False
 
 
-def allows(policy, action, resources=(), context=None):
+def _condition_holds(operator, key, wanted, context):
+    """IAM's answer for one key of a condition; ``context`` holds the request's keys and its resource's."""
+    given = context.get(key)
+    if given is None and context.get(AWS_ONLY) and key_kind(key) == "resource":
+        return True
+    wanted = [str(w) for w in _as_list(wanted)]
+    if ":" in operator:
+        # Set operators on a multivalued key: ForAnyValue needs one value to match (none there: false),
+        # ForAllValues every value (none there: true).
+        qualifier, test = operator.split(":", 1)
+        hits = [_compare(test, str(value), wanted) for value in ([] if given is None else _as_list(given))]
+        return all(hits) if qualifier == "ForAllValues" else any(hits)
+    if given is None or isinstance(given, list):
+        return False
+    return _compare(operator, str(given), wanted)
+
+
+def allows(policy, action, resources=(), context=None, resource_context=None):
     """Whether an Allow statement of ``policy`` covers ``action`` on every one of ``resources``.
 
-    ``resources`` are the ARNs the request names (none: only the action is
-    checked); ``context`` the condition keys it carries. A condition on a
-    key the request does not carry holds only for UNSEEN_CONDITION_KEYS.
+    ``resources`` are the ARNs the request names (none: the action and the
+    request's conditions are checked); ``context`` the request's condition
+    keys; ``resource_context`` {ARN: the keys of that resource}, with
+    ``AWS_ONLY: True`` where the record cannot tell them. A condition on a key
+    that is not there does not hold (ForAllValues aside), as in IAM.
     """
     context = context or {}
+    resource_context = resource_context or {}
 
     def covered(resource):
+        keys = {**context, **resource_context.get(resource, {})}
         for statement in policy["Statement"]:
             if statement.get("Effect") != "Allow":
                 continue
@@ -208,12 +323,26 @@ def allows(policy, action, resources=(), context=None):
                 continue
             if resource is not None and not any(_matches(pattern, resource) for pattern in _as_list(statement["Resource"])):
                 continue
-            if all(_condition_holds(operator, key, wanted, context)
-                   for operator, keys in statement.get("Condition", {}).items() for key, wanted in keys.items()):
+            if all(_condition_holds(operator, key, wanted, keys)
+                   for operator, conditions in statement.get("Condition", {}).items() for key, wanted in conditions.items()):
                 return True
         return False
 
     return all(covered(resource) for resource in (list(resources) or [None]))
+
+
+def allows_action(policy, action):
+    """Whether a statement of ``policy`` allows ``action`` to some request a module may send.
+
+    For the static check (tests/unit/tools/test_iam_policy_files.py), which
+    knows neither the resources nor the parameters of a call: conditions on
+    request and resource keys count as met; one on a key AWS sets only for
+    itself (AWS_SET_CONDITION_KEYS) does not, since no module request has it.
+    """
+    return any(statement.get("Effect") == "Allow"
+               and any(_matches(pattern, action, case_sensitive=False) for pattern in _as_list(statement["Action"]))
+               and not any(key_kind(key) == "aws" for conditions in statement.get("Condition", {}).values() for key in conditions)
+               for statement in policy["Statement"])
 
 
 # ---------------------------------------------------------------- recording
@@ -236,6 +365,99 @@ def action_of(call):
     return f"{prefix}:{call['operation']}"
 
 
+KMS_KEY_ID_RE = re.compile(r"[0-9a-f-]{36}|mrk-[0-9a-f]{32}")
+
+
+def _tags_of(tags):
+    """{key: value} of a Tags parameter or answer (Key/Value; KMS: TagKey/TagValue)."""
+    if isinstance(tags, dict):
+        return {str(key): str(value) for key, value in tags.items()}
+    return {str(tag.get("Key", tag.get("TagKey"))): str(tag.get("Value", tag.get("TagValue", ""))) for tag in tags or []}
+
+
+class _State:
+    """What the record shows, as it goes, of the resource attributes that the policies' conditions read.
+
+    KMS keys: their aliases (kms:ResourceAliases). A key made in the record
+    (the CreateKey answer) starts with none. An alias the record sees created
+    (CreateAlias) counts from the next task on: AWS says an alias change takes
+    up to five minutes to affect authorization, so the module run that makes
+    the alias does not have it. An alias seen in a ListAliases answer, or as
+    the KeyId of a DescribeKey answered with the key, was there before.
+    FSx file systems and backups: their tags (aws:ResourceTag/<key>), from the
+    CreateFileSystem and Describe* answers, changed by TagResource/UntagResource.
+    What the record never shows (a resource made before it began and never
+    read in it) is AWS_ONLY.
+    """
+
+    def __init__(self):
+        self.step = 0  # one per play or task marker
+        self.aliases = {}  # KMS key ID: {alias: step from which it counts}
+        self.alias_keys = {}  # alias name: KMS key ID
+        self.tags = {}  # FSx file system or backup ID: {key: value}
+
+    def key_id(self, value):
+        """The key ID that a KeyId-like parameter names (ID, key ARN, alias name or alias ARN), when the record tells."""
+        value = str(value or "")
+        if value.startswith("arn:") and ":key/" in value:
+            return value.rsplit("/", 1)[1]
+        if value.startswith("arn:") and ":alias/" in value:
+            value = value.split(":", 5)[5]
+        if value.startswith("alias/"):
+            return self.alias_keys.get(value)
+        return value if KMS_KEY_ID_RE.fullmatch(value) else None
+
+    def _add_alias(self, key_id, alias, since):
+        self.aliases.setdefault(key_id, {}).setdefault(alias, since)
+        self.alias_keys[alias] = key_id
+
+    def context(self, arn):
+        """The resource keys of ``arn`` now: {} for a resource whose keys the policies do not read."""
+        if ":kms:" in arn and ":key/" in arn:
+            key_id = arn.rsplit("/", 1)[1]
+            if key_id in ("*", NEW_RESOURCE_ID):
+                return {"kms:ResourceAliases": []}
+            if key_id not in self.aliases:
+                return {AWS_ONLY: True}
+            return {"kms:ResourceAliases": sorted(alias for alias, since in self.aliases[key_id].items() if since <= self.step)}
+        if ":fsx:" in arn and arn.rsplit(":", 1)[1].startswith(("file-system/", "backup/")):
+            resource_id = arn.rsplit("/", 1)[1]
+            if resource_id == NEW_RESOURCE_ID:
+                return {}
+            if resource_id not in self.tags:
+                return {AWS_ONLY: True}
+            return {RESOURCE_TAG + key: value for key, value in self.tags[resource_id].items()}
+        return {}
+
+    def sent(self, entry):
+        """What a request changes, once it is checked."""
+        service, operation, params = entry["signing_name"], entry["operation"], entry.get("params", {})
+        if service == "kms" and operation == "CreateAlias" and self.key_id(params.get("TargetKeyId")):
+            self._add_alias(self.key_id(params["TargetKeyId"]), params.get("AliasName"), self.step + 1)
+        elif service == "fsx" and operation in ("TagResource", "UntagResource"):
+            tags = self.tags.get(str(params.get("ResourceARN", "")).rsplit("/", 1)[-1])
+            if tags is not None and operation == "TagResource":
+                tags.update(_tags_of(params.get("Tags")))
+            elif tags is not None:
+                for key in params.get("TagKeys") or []:
+                    tags.pop(key, None)
+
+    def answered(self, entry):
+        """What an answer (a ``response`` line of the recorder) shows."""
+        service, operation, facts = entry["signing_name"], entry["operation"], entry["response"]
+        named = str((entry.get("params") or {}).get("KeyId") or "")
+        if service == "kms" and operation == "CreateKey" and facts.get("KeyId"):
+            self.aliases.setdefault(facts["KeyId"], {})
+        elif service == "kms" and operation == "DescribeKey" and facts.get("KeyId") and named.startswith("alias/"):
+            self._add_alias(facts["KeyId"], named, self.step)
+        elif service == "kms" and operation == "ListAliases":
+            for alias, key_id in facts.get("Aliases") or []:
+                self._add_alias(key_id, alias, self.step)
+        elif service == "fsx":
+            for resource_id, tags in (facts.get("Tags") or {}).items():
+                self.tags[resource_id] = dict(tags)
+
+
 def _eks_resources(call, arn):
     params = call["params"]
     cluster = params.get("name") or params.get("clusterName")
@@ -248,9 +470,14 @@ def _eks_resources(call, arn):
     return [arn(f"cluster/{cluster}")]
 
 
-def resources_of(call, account, region):
-    """The ARNs a recorded request names, as far as its parameters tell (see trainium_iam_recorder.NAMED_PARAMETERS)."""
+def resources_of(call, account, region, state=None):
+    """The ARNs a recorded request names, as far as its parameters tell (see trainium_iam_recorder.NAMED_PARAMETERS).
+
+    ``state`` (a _State) resolves a KMS alias to its key. A create call of FSx
+    names the new file system as ``file-system/(new)`` (NEW_RESOURCE_ID).
+    """
     params, service = call["params"], call["signing_name"]
+    state = state or _State()
 
     def arn(rest, svc=service, reg=region, acct=account):
         return f"arn:aws:{svc}:{reg}:{acct}:{rest}"
@@ -273,24 +500,33 @@ def resources_of(call, account, region):
         found += [arn(params["AliasName"])] if "AliasName" in params else []
         for key in ("KeyId", "TargetKeyId"):
             value = params.get(key, "")
-            if value.startswith("arn:"):
+            if value.startswith("arn:") and ":key/" in value:
                 found.append(value)
-            elif re.fullmatch(r"[0-9a-f-]{36}|mrk-[0-9a-f]{32}", value):
-                found.append(arn(f"key/{value}"))
-    elif service == "fsx" and "FileSystemId" in params:
-        found.append(arn(f"file-system/{params['FileSystemId']}"))
+            elif state.key_id(value):
+                found.append(arn(f"key/{state.key_id(value)}"))
+    elif service == "fsx":
+        if call["operation"] in ("CreateFileSystem", "CreateFileSystemFromBackup"):
+            found.append(arn(f"file-system/{NEW_RESOURCE_ID}"))
+        found += [arn(f"file-system/{params['FileSystemId']}")] if "FileSystemId" in params else []
+        found += [arn(f"backup/{params['BackupId']}")] if "BackupId" in params else []
     elif service == "servicequotas" and "QuotaCode" in params:
         found.append(arn(f"{params['ServiceCode']}/{params['QuotaCode']}"))
     return found
 
 
 def context_of(call):
-    return {key: call["params"][param] for key, param in REQUEST_CONDITION_KEYS.items() if param in call["params"]}
+    """The request's condition keys: REQUEST_CONDITION_KEYS from its parameters, aws:RequestTag/<key> from its Tags."""
+    params = call["params"]
+    context = {key: params[param] for key, param in REQUEST_CONDITION_KEYS.items() if param in params}
+    context.update({REQUEST_TAG + key: value for key, value in _tags_of(params.get("Tags")).items()})
+    return context
 
 
 def read_record(path, account, region):
-    """The recorded requests in order: dicts with stage (or None), play, task, action, resources, context."""
-    calls = []
+    """The recorded requests in order: dicts with stage (or None), play, task, action, resources, context,
+    resource_context ({ARN: its keys when the request was sent}) and implied_by (TAG_ON_CREATE: the create
+    request whose tags AWS authorizes as this action)."""
+    calls, state = [], _State()
     play = task = None
     if not pathlib.Path(path).exists():
         return calls
@@ -298,15 +534,32 @@ def read_record(path, account, region):
         entry = json.loads(line)
         if "play" in entry:
             play, task = entry["play"], None
+            state.step += 1
         elif "task" in entry:
             task = entry["task"]
+            state.step += 1
+        elif "response" in entry:
+            state.answered(entry)
         else:
             first_word = (play or "").split(" ", 1)[0]
-            calls.append({
+            call = {
                 "stage": PLAY_STAGES.get(first_word), "play": play, "task": task, "action": action_of(entry),
-                "resources": resources_of(entry, account, region), "context": context_of(entry),
-            })
+                "resources": resources_of(entry, account, region, state), "context": context_of(entry), "implied_by": None,
+            }
+            call["resource_context"] = {arn: state.context(arn) for arn in call["resources"]}
+            calls.append(call)
+            if call["action"] in TAG_ON_CREATE and _tags_of(entry["params"].get("Tags")):
+                service = entry["signing_name"]
+                new = (f"arn:aws:kms:{region}:{account}:key/*" if service == "kms"
+                       else f"arn:aws:{service}:{region}:{account}:file-system/{NEW_RESOURCE_ID}")
+                calls.append({**call, "action": TAG_ON_CREATE[call["action"]], "resources": [new],
+                              "resource_context": {new: state.context(new)}, "implied_by": call["action"]})
+            state.sent(entry)
     return calls
+
+
+def _without_aws_only(resource_context):
+    return {arn: {key: value for key, value in keys.items() if key != AWS_ONLY} for arn, keys in resource_context.items()}
 
 
 def problems_of_record(path, values, unused=False):
@@ -314,26 +567,34 @@ def problems_of_record(path, values, unused=False):
 
     Every request must belong to a stage play and be allowed by that stage's
     policy (``values`` replace the placeholders); with ``unused``, each policy
-    action must have been requested in its stage or be in NOT_RECORDED.
+    action must have been requested in its stage or be in NOT_RECORDED. The
+    report names what was left to AWS (AWS_ONLY) and NOT_RECORDED entries that
+    can go.
     """
     calls = read_record(path, values["ACCOUNT_ID"], values["REGION"])
     policies = {stage: load_policy(stage, values) for stage in STAGES}
-    problems, seen = [], {stage: set() for stage in STAGES}
+    problems, report, seen = [], [], {stage: set() for stage in STAGES}
     if not calls:
         problems.append(f"no AWS request recorded in {path}: the botocore plugin trainium_iam_recorder did not load")
     for call in calls:
-        where = f"{call['action']} in play {call['play']!r}, task {call['task']!r}"
+        action = call["action"] + (f" (the tags of {call['implied_by']})" if call["implied_by"] else "")
+        where = f"{action} in play {call['play']!r}, task {call['task']!r}"
         if call["action"] in NEEDS_NO_PERMISSION:
             continue
         if call["stage"] is None:
             problems.append(f"{where}: a play that is no stage ({', '.join(PLAY_STAGES)}) called AWS")
             continue
         seen[call["stage"]].add(call["action"])
-        if not allows(policies[call["stage"]], call["action"], call["resources"], call["context"]):
-            named = f" on {', '.join(call['resources'])}" if call["resources"] else ""
+        named = f" on {', '.join(call['resources'])}" if call["resources"] else ""
+        policy = policies[call["stage"]]
+        if not allows(policy, call["action"], call["resources"], call["context"], call["resource_context"]):
             context = f" with {call['context']}" if call["context"] else ""
-            problems.append(f"{where}{named}{context}: not allowed by {policy_path(call['stage']).name}")
-    report = []
+            state = {arn: keys for arn, keys in call["resource_context"].items() if keys}
+            context += f" (resources: {state})" if state else ""
+            problems.append(f"{where}{named}{context}: not allowed by {policy_names(call['stage'])}")
+        elif not allows(policy, call["action"], call["resources"], call["context"], _without_aws_only(call["resource_context"])):
+            report.append(f"{call['stage']}: {where}{named}: allowed if the resource meets its condition, "
+                          "which the record does not show (AWS checks it)")
     for stage in STAGES:
         if not unused:
             break
@@ -341,11 +602,11 @@ def problems_of_record(path, values, unused=False):
         for action in policy_actions(policies[stage]):
             requested = any(_matches(action, made, case_sensitive=False) for made in seen[stage])
             if not requested and action not in allowed:
-                problems.append(f"{policy_path(stage).name} allows {action}, which no {stage} run requested: "
+                problems.append(f"{policy_names(stage)} allows {action}, which no {stage} run requested: "
                                 "remove it, or add it to NOT_RECORDED in tests/iam/iam_policy.py with the reason")
             elif requested and action in allowed:
                 report.append(f"{stage}: {action} is now requested; its NOT_RECORDED entry can go")
-    return sorted(set(problems)), report
+    return sorted(set(problems)), sorted(set(report))
 
 
 # ---------------------------------------------------------- reading plugins/

@@ -24,19 +24,35 @@ iam_policy = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(iam_policy)
 
 VALUES = {"ACCOUNT_ID": "111122223333", "REGION": "eu-north-1", "CLUSTER_NAME": "trn-prod", "REPOSITORY_NAME": "bert"}
+FILES = sorted(path for stage in iam_policy.STAGES for path in iam_policy.policy_paths(stage))
+# Keys with a set of values (a KMS key's aliases, a request's tag keys): only they take ForAnyValue / ForAllValues.
+MULTIVALUED_KEYS = {"kms:ResourceAliases", "aws:TagKeys"}
 
 
-@pytest.mark.parametrize("stage", iam_policy.STAGES)
-def test_policy_file_is_an_iam_policy_that_fits_one_managed_policy(stage):
-    text = iam_policy.policy_path(stage).read_text(encoding="utf-8")
-    assert len("".join(text.split())) <= iam_policy.MANAGED_POLICY_MAX_CHARS
+def test_every_file_of_docs_iam_belongs_to_a_stage_and_every_stage_has_one():
+    names = sorted(path.name for path in iam_policy.POLICY_DIR.iterdir())
+    assert all(iam_policy.stage_of(name) for name in names), names
+    assert all(iam_policy.policy_paths(stage) for stage in iam_policy.STAGES)
+    assert [path.name for path in iam_policy.policy_paths("infrastructure")] == [
+        "trainium-eks-infrastructure-cluster.json", "trainium-eks-infrastructure-resources.json"]
+
+
+@pytest.mark.parametrize("path", FILES, ids=[path.name for path in FILES])
+def test_policy_file_is_an_iam_policy_that_fits_one_managed_policy_when_filled_in(path):
+    text = path.read_text(encoding="utf-8")
+    assert iam_policy.policy_chars(text) <= iam_policy.MAX_RENDERED_CHARS
+    for partition, region, rendered in iam_policy.worst_case_renderings(text):
+        size = iam_policy.policy_chars(rendered)
+        assert size <= iam_policy.MAX_RENDERED_CHARS, (
+            f"{path.name} filled in for {partition} / {region} with a {iam_policy.MAX_CLUSTER_NAME_CHARS}-character cluster name "
+            f"and a {iam_policy.MAX_REPOSITORY_NAME_CHARS}-character repository name: {size} characters, over "
+            f"{iam_policy.MAX_RENDERED_CHARS} (IAM's {iam_policy.MANAGED_POLICY_MAX_CHARS} less {iam_policy.SIZE_MARGIN:.0%}); "
+            "move statements to another file of the stage")
     policy = json.loads(text)
     assert set(policy) == {"Version", "Statement"} and policy["Version"] == "2012-10-17"
-    sids = [statement["Sid"] for statement in policy["Statement"]]
-    assert len(sids) == len(set(sids)) and all(re.fullmatch(r"[A-Za-z0-9]+", sid) for sid in sids)
     for statement in policy["Statement"]:
         assert set(statement) <= {"Sid", "Effect", "Action", "Resource", "Condition"}, statement["Sid"]
-        assert statement["Effect"] == "Allow", statement["Sid"]
+        assert re.fullmatch(r"[A-Za-z0-9]+", statement["Sid"]) and statement["Effect"] == "Allow", statement["Sid"]
         actions = statement["Action"]
         assert isinstance(actions, list) and actions == sorted(set(actions)), f"{statement['Sid']}: sort the actions, once each"
         assert len({action.split(":")[0] for action in actions}) == 1, f"{statement['Sid']}: one service per statement"
@@ -45,22 +61,49 @@ def test_policy_file_is_an_iam_policy_that_fits_one_managed_policy(stage):
         for operator, keys in statement.get("Condition", {}).items():
             assert operator in iam_policy.OPERATORS, f"{statement['Sid']}: the checks do not evaluate {operator}"
             for key in keys:
-                assert key in iam_policy.REQUEST_CONDITION_KEYS or key in iam_policy.UNSEEN_CONDITION_KEYS, key
+                assert iam_policy.key_kind(key), f"{statement['Sid']}: the checks do not know the condition key {key}"
+                assert (":" in operator) is (key in MULTIVALUED_KEYS), f"{statement['Sid']}: {operator} on {key}"
 
 
 @pytest.mark.parametrize("stage", iam_policy.STAGES)
-def test_placeholders_are_the_documented_ones_and_render_to_valid_arns(stage):
-    text = iam_policy.policy_path(stage).read_text(encoding="utf-8")
+def test_the_files_of_a_stage_have_distinct_sids(stage):
+    sids = [statement["Sid"] for statement in iam_policy.load_policy(stage)["Statement"]]
+    assert len(sids) == len(set(sids)), sids
+
+
+def test_the_worst_case_values_are_the_longest_the_collection_accepts():
+    from ansible_collections.trainium.eks.plugins.module_utils import trainium_deployment as td  # pylint: disable=import-outside-toplevel
+    from ansible_collections.trainium.eks.plugins.module_utils import trainium_validation as tv  # pylint: disable=import-outside-toplevel
+
+    longest = iam_policy.MAX_CLUSTER_NAME_CHARS
+    assert td.CLUSTER_NAME_RE.match("t" * longest) and not td.CLUSTER_NAME_RE.match("t" * (longest + 1))
+    longest = iam_policy.MAX_REPOSITORY_NAME_CHARS
+    assert not list(tv.ecr_problems({"ecr_repository_name": "r" * longest, "ecr_encryption_type": "AES256",
+                                     "ecr_untagged_expire_days": 1, "ecr_keep_images": 1}))
+    assert list(tv.ecr_problems({"ecr_repository_name": "r" * (longest + 1), "ecr_encryption_type": "AES256",
+                                 "ecr_untagged_expire_days": 1, "ecr_keep_images": 1}))
+    regions = iam_policy.longest_regions()
+    assert set(regions) == set(iam_policy.PARTITIONS) and len(regions["aws"]) >= len("ap-southeast-4")
+
+
+@pytest.mark.parametrize("path", FILES, ids=[path.name for path in FILES])
+def test_placeholders_are_the_documented_ones_and_render_to_valid_arns(path):
+    text = path.read_text(encoding="utf-8")
     assert set(re.findall(r"\b[A-Z]{2,}(?:_[A-Z]+)*\b", text)) <= set(iam_policy.PLACEHOLDERS)
-    rendered = iam_policy.load_policy(stage, VALUES)
+    rendered = iam_policy.load_policy_file(path, VALUES)
     for statement in rendered["Statement"]:
         for arn in iam_policy._as_list(statement["Resource"]):  # pylint: disable=protected-access
             assert arn == "*" or re.fullmatch(r"arn:aws:[a-z0-9-]+:(eu-north-1)?:(111122223333)?:\S+", arn), arn
-    assert ("arn:aws:iam::111122223333:role/trn-prod-cluster" in json.dumps(rendered)) is (stage != "preflight")
     doc = (iam_policy.ROOT / "docs" / "iam-policy.md").read_text(encoding="utf-8")
-    assert iam_policy.policy_path(stage).name in doc
+    assert path.name in doc
     for name in iam_policy.PLACEHOLDERS:
         assert name in doc
+
+
+@pytest.mark.parametrize("stage", iam_policy.STAGES)
+def test_the_roles_of_the_cluster_are_named_by_every_stage_but_preflight(stage):
+    rendered = json.dumps(iam_policy.load_policy(stage, VALUES))
+    assert ("arn:aws:iam::111122223333:role/trn-prod-cluster" in rendered) is (stage != "preflight")
 
 
 def test_every_aws_operation_in_plugins_is_allowed_by_a_policy():
@@ -74,7 +117,7 @@ def test_every_aws_operation_in_plugins_is_allowed_by_a_policy():
     assert "servicequotas:GetServiceQuota" in found
     assert "logs:TagResource" not in found and "servicequotas:TagResource" not in found
     missing = {action: files for action, files in found.items()
-               if action not in iam_policy.NEEDS_NO_PERMISSION and not any(iam_policy.allows(p, action) for p in policies)}
+               if action not in iam_policy.NEEDS_NO_PERMISSION and not any(iam_policy.allows_action(p, action) for p in policies)}
     assert not missing, f"boto3 calls no policy of docs/iam/ allows: {missing}"
 
 
@@ -82,10 +125,12 @@ def test_not_recorded_entries_name_actions_of_their_stage_with_a_reason():
     for stage, entries in iam_policy.NOT_RECORDED.items():
         actions = iam_policy.policy_actions(iam_policy.load_policy(stage))
         for action, reason in entries.items():
-            assert action in actions, f"{stage}: {action} is not in {iam_policy.policy_path(stage).name}; drop its entry"
+            assert action in actions, f"{stage}: {action} is not in {iam_policy.policy_names(stage)}; drop its entry"
             assert len(reason) > 20
 
 
+KEY = "arn:aws:kms:r:1:key/"
+FS = "arn:aws:fsx:r:1:file-system/"
 POLICY = {"Version": "2012-10-17", "Statement": [
     {"Sid": "Read", "Effect": "Allow", "Action": ["ec2:Describe*"], "Resource": "*"},
     {"Sid": "Roles", "Effect": "Allow", "Action": ["iam:GetRole"], "Resource": ["arn:aws:iam::1:role/c-cluster", "arn:aws:iam::1:role/c-n?de"]},
@@ -94,24 +139,65 @@ POLICY = {"Version": "2012-10-17", "Statement": [
     {"Sid": "Pass", "Effect": "Allow", "Action": ["iam:PassRole"], "Resource": "*",
      "Condition": {"StringEquals": {"iam:PassedToService": "eks.amazonaws.com"}}},
     {"Sid": "Odd", "Effect": "Allow", "Action": ["iam:DeleteRole"], "Resource": "*", "Condition": {"StringEquals": {"aws:SourceIp": "x"}}},
+    {"Sid": "Key", "Effect": "Allow", "Action": ["kms:ScheduleKeyDeletion"], "Resource": KEY + "*",
+     "Condition": {"ForAnyValue:StringEquals": {"kms:ResourceAliases": "alias/c-eks-secrets"}}},
+    {"Sid": "OnlyAliases", "Effect": "Allow", "Action": ["kms:EnableKey"], "Resource": KEY + "*",
+     "Condition": {"ForAllValues:StringLike": {"kms:ResourceAliases": "alias/c-*"}}},
+    {"Sid": "Grant", "Effect": "Allow", "Action": ["kms:CreateGrant"], "Resource": KEY + "*",
+     "Condition": {"Bool": {"kms:GrantIsForAWSResource": "true"}, "StringEquals": {"kms:ViaService": "eks.r.amazonaws.com"}}},
+    {"Sid": "Own", "Effect": "Allow", "Action": ["fsx:DeleteFileSystem", "fsx:TagResource"], "Resource": FS + "*",
+     "Condition": {"StringEquals": {"aws:ResourceTag/trainium.eks/cluster": "c"}}},
+    {"Sid": "Create", "Effect": "Allow", "Action": ["fsx:CreateFileSystem", "fsx:TagResource"], "Resource": FS + "*",
+     "Condition": {"StringEquals": {"aws:RequestTag/trainium.eks/cluster": "c"}}},
 ]}
+OURS = {"kms:ResourceAliases": ["alias/c-eks-secrets", "alias/other"]}
 
 
-@pytest.mark.parametrize("action, resources, context, allowed", [
-    ("ec2:DescribeVpcs", [], {}, True),
-    ("EC2:describevpcs", [], {}, True),  # actions are case-insensitive
-    ("ec2:CreateVpc", [], {}, False),
-    ("iam:GetRole", ["arn:aws:iam::1:role/c-cluster"], {}, True),
-    ("iam:GetRole", ["arn:aws:iam::1:role/c-node"], {}, True),
-    ("iam:GetRole", ["arn:aws:iam::1:role/c-cluster", "arn:aws:iam::1:role/admin"], {}, False),  # every resource counts
-    ("iam:GetRole", ["arn:aws:iam::1:role/C-CLUSTER"], {}, False),  # resources are not
-    ("iam:AttachRolePolicy", ["arn:aws:iam::1:role/c-node"], {"iam:PolicyARN": "arn:aws:iam::aws:policy/A"}, True),
-    ("iam:AttachRolePolicy", ["arn:aws:iam::1:role/c-node"], {"iam:PolicyARN": "arn:aws:iam::aws:policy/AdministratorAccess"}, False),
-    ("iam:PassRole", [], {}, True),  # a key only AWS sees holds
-    ("iam:DeleteRole", [], {}, False),  # any other missing key does not
+@pytest.mark.parametrize("action, resources, context, resource_context, allowed", [
+    ("ec2:DescribeVpcs", [], {}, {}, True),
+    ("EC2:describevpcs", [], {}, {}, True),  # actions are case-insensitive
+    ("ec2:CreateVpc", [], {}, {}, False),
+    ("iam:GetRole", ["arn:aws:iam::1:role/c-cluster"], {}, {}, True),
+    ("iam:GetRole", ["arn:aws:iam::1:role/c-node"], {}, {}, True),
+    ("iam:GetRole", ["arn:aws:iam::1:role/c-cluster", "arn:aws:iam::1:role/admin"], {}, {}, False),  # every resource counts
+    ("iam:GetRole", ["arn:aws:iam::1:role/C-CLUSTER"], {}, {}, False),  # resources are not
+    ("iam:AttachRolePolicy", ["arn:aws:iam::1:role/c-node"], {"iam:PolicyARN": "arn:aws:iam::aws:policy/A"}, {}, True),
+    ("iam:AttachRolePolicy", ["arn:aws:iam::1:role/c-node"], {"iam:PolicyARN": "arn:aws:iam::aws:policy/AdministratorAccess"}, {}, False),
+    # A key AWS sets only when a service acts in the principal's name: what EKS does holds, a request of the collection never.
+    ("iam:PassRole", [], {"iam:PassedToService": "eks.amazonaws.com"}, {}, True),
+    ("iam:PassRole", [], {}, {}, False),
+    ("kms:CreateGrant", [KEY + "k"], {"kms:GrantIsForAWSResource": True, "kms:ViaService": "eks.r.amazonaws.com"}, {}, True),
+    ("kms:CreateGrant", [KEY + "k"], {"kms:GrantIsForAWSResource": True, "kms:ViaService": "ec2.r.amazonaws.com"}, {}, False),
+    ("kms:CreateGrant", [KEY + "k"], {"kms:GrantIsForAWSResource": True}, {}, False),
+    ("iam:DeleteRole", [], {}, {}, False),  # any other missing key does not hold either
+    # kms:ResourceAliases: ForAnyValue wants one alias of the policy's; none, or no alias at all, is no.
+    ("kms:ScheduleKeyDeletion", [KEY + "k"], {}, {KEY + "k": OURS}, True),
+    ("kms:ScheduleKeyDeletion", [KEY + "k"], {}, {KEY + "k": {"kms:ResourceAliases": ["alias/other"]}}, False),
+    ("kms:ScheduleKeyDeletion", [KEY + "k"], {}, {KEY + "k": {"kms:ResourceAliases": []}}, False),
+    ("kms:ScheduleKeyDeletion", [KEY + "k"], {}, {}, False),
+    ("kms:ScheduleKeyDeletion", [KEY + "k"], {}, {KEY + "k": {iam_policy.AWS_ONLY: True}}, True),  # the record cannot tell
+    ("kms:ScheduleKeyDeletion", [KEY + "k"], {"kms:ResourceAliases": ["alias/c-eks-secrets"]}, {KEY + "k": {}}, True),
+    # ForAllValues: every alias must match, and a key without aliases passes.
+    ("kms:EnableKey", [KEY + "k"], {}, {KEY + "k": {"kms:ResourceAliases": ["alias/c-1", "alias/c-2"]}}, True),
+    ("kms:EnableKey", [KEY + "k"], {}, {KEY + "k": OURS}, False),
+    ("kms:EnableKey", [KEY + "k"], {}, {KEY + "k": {"kms:ResourceAliases": []}}, True),
+    # aws:ResourceTag from the resource, aws:RequestTag from the request.
+    ("fsx:DeleteFileSystem", [FS + "fs-1"], {}, {FS + "fs-1": {"aws:ResourceTag/trainium.eks/cluster": "c"}}, True),
+    ("fsx:DeleteFileSystem", [FS + "fs-1"], {}, {FS + "fs-1": {"aws:ResourceTag/trainium.eks/cluster": "other"}}, False),
+    ("fsx:DeleteFileSystem", [FS + "fs-1"], {"aws:RequestTag/trainium.eks/cluster": "c"}, {FS + "fs-1": {}}, False),
+    ("fsx:CreateFileSystem", [FS + "(new)"], {"aws:RequestTag/trainium.eks/cluster": "c"}, {FS + "(new)": {}}, True),
+    ("fsx:CreateFileSystem", [FS + "(new)"], {"aws:RequestTag/Name": "c"}, {FS + "(new)": {}}, False),
+    ("fsx:TagResource", [FS + "fs-1"], {"aws:RequestTag/team": "a"}, {FS + "fs-1": {"aws:ResourceTag/trainium.eks/cluster": "c"}}, True),
+    ("fsx:TagResource", [FS + "fs-1"], {"aws:RequestTag/team": "a"}, {FS + "fs-1": {"aws:ResourceTag/team": "c"}}, False),
 ])
-def test_allows_evaluates_actions_resources_and_conditions_like_iam(action, resources, context, allowed):
-    assert iam_policy.allows(POLICY, action, resources, context) is allowed
+def test_allows_evaluates_actions_resources_and_conditions_like_iam(action, resources, context, resource_context, allowed):
+    assert iam_policy.allows(POLICY, action, resources, context, resource_context) is allowed
+
+
+def test_the_static_check_counts_request_and_resource_conditions_as_met_but_not_aws_set_keys():
+    assert iam_policy.allows_action(POLICY, "kms:ScheduleKeyDeletion") and iam_policy.allows_action(POLICY, "fsx:CreateFileSystem")
+    assert not iam_policy.allows_action(POLICY, "kms:CreateGrant") and not iam_policy.allows_action(POLICY, "iam:PassRole")
+    assert not iam_policy.allows_action(POLICY, "kms:DisableKey")
 
 
 def test_a_record_is_split_into_stages_by_play_and_checked(tmp_path):
@@ -139,3 +225,66 @@ def test_a_record_is_split_into_stages_by_play_and_checked(tmp_path):
     problems, _report = iam_policy.problems_of_record(record, VALUES, unused=True)
     assert any("allows ec2:DescribeAvailabilityZones, which no preflight run requested" in p for p in problems)
     assert not any("ec2:DescribeRegions" in p for p in problems)  # NOT_RECORDED
+
+
+def _kms(operation, params=None, response=None):
+    line = {"signing_name": "kms", "endpoint_prefix": "kms", "operation": operation, "params": params or {}}
+    return {**line, "response": response} if response is not None else line
+
+
+def _fsx(operation, params=None, response=None):
+    line = {"signing_name": "fsx", "endpoint_prefix": "fsx", "operation": operation, "params": params or {}}
+    return {**line, "response": response} if response is not None else line
+
+
+KEY_ID = "1234abcd-12ab-34cd-56ef-1234567890ab"
+OTHER_KEY_ID = "0000abcd-12ab-34cd-56ef-1234567890ab"
+KEY_ARN = f"arn:aws:kms:eu-north-1:111122223333:key/{KEY_ID}"
+OTHER_KEY_ARN = f"arn:aws:kms:eu-north-1:111122223333:key/{OTHER_KEY_ID}"
+CLUSTER_TAG = {"Key": "trainium.eks/cluster", "Value": "trn-prod"}
+
+
+def test_a_record_tells_the_aliases_of_keys_and_the_tags_of_file_systems(tmp_path):
+    record = tmp_path / "record.jsonl"
+    lines = [
+        {"play": "Infrastructure - cluster"}, {"task": "Create the KMS key that encrypts Kubernetes secrets"},
+        _kms("CreateKey", {"Tags": [{"TagKey": "trainium.eks/cluster", "TagValue": "trn-prod"}]}),
+        _kms("CreateKey", response={"KeyId": KEY_ID}),
+        _kms("CreateAlias", {"AliasName": "alias/trn-prod-eks-secrets", "TargetKeyId": KEY_ARN}),
+        # the alias is not there yet for the rest of the task (AWS: up to five minutes)
+        _kms("UpdateKeyDescription", {"KeyId": KEY_ARN}),
+        {"task": "Create the FSx for Lustre file system"},
+        _fsx("CreateFileSystem", {"Tags": [CLUSTER_TAG, {"Key": "Name", "Value": "trn-prod-data"}]}),
+        _fsx("CreateFileSystem", response={"Tags": {"fs-1": {"trainium.eks/cluster": "trn-prod", "Name": "trn-prod-data"}}}),
+        _fsx("CreateFileSystem", {"Tags": [{"Key": "Name", "Value": "not-tagged-for-the-cluster"}]}),
+        _fsx("UpdateFileSystem", {"FileSystemId": "fs-1"}),
+        _fsx("TagResource", {"ResourceARN": "arn:aws:fsx:eu-north-1:111122223333:file-system/fs-1", "Tags": [{"Key": "team", "Value": "a"}]}),
+        _fsx("UpdateFileSystem", {"FileSystemId": "fs-0"}),  # made before the record: AWS checks its tag
+        {"play": "Teardown - all"}, {"task": "Schedule the deletion of the secrets encryption key"},
+        _kms("DescribeKey", {"KeyId": "alias/trn-prod-eks-secrets"}),
+        _kms("ScheduleKeyDeletion", {"KeyId": KEY_ARN}),
+        _kms("ListAliases", response={"Aliases": [["alias/someone-else", OTHER_KEY_ID]]}),
+        _kms("ScheduleKeyDeletion", {"KeyId": OTHER_KEY_ARN}),
+        _kms("ScheduleKeyDeletion", {"KeyId": "5555abcd-12ab-34cd-56ef-1234567890ab"}),  # never seen: AWS checks its aliases
+        {"task": "Delete the FSx for Lustre file system"},
+        _fsx("DescribeFileSystems", response={"Tags": {"fs-9": {"trainium.eks/cluster": "someone-else"}}}),
+        _fsx("DeleteFileSystem", {"FileSystemId": "fs-1"}),
+        _fsx("DeleteFileSystem", {"FileSystemId": "fs-9"}),
+    ]
+    record.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    calls = iam_policy.read_record(record, "111122223333", "eu-north-1")
+    implied = [call for call in calls if call["implied_by"]]
+    assert [(call["action"], call["implied_by"]) for call in implied] == [
+        ("kms:TagResource", "kms:CreateKey"), ("fsx:TagResource", "fsx:CreateFileSystem"), ("fsx:TagResource", "fsx:CreateFileSystem")]
+    assert [call["resources"] for call in calls if call["action"] == "kms:DescribeKey"] == [[KEY_ARN]]  # the alias names the key
+    problems, report = iam_policy.problems_of_record(record, VALUES)
+    assert sorted(p.split(" in play")[0] + (" " + p.split(" on ")[1].split(" ")[0] if " on " in p else "") for p in problems) == [
+        "fsx:CreateFileSystem arn:aws:fsx:eu-north-1:111122223333:file-system/(new)",  # without the cluster's tag
+        "fsx:DeleteFileSystem arn:aws:fsx:eu-north-1:111122223333:file-system/fs-9",  # another cluster's
+        "fsx:TagResource (the tags of fsx:CreateFileSystem) arn:aws:fsx:eu-north-1:111122223333:file-system/(new)",
+        f"kms:ScheduleKeyDeletion {OTHER_KEY_ARN}",  # another alias
+        f"kms:UpdateKeyDescription {KEY_ARN}",  # the alias made in the same task does not count yet
+    ], problems
+    assert len(report) == 2, report
+    assert any("fsx:UpdateFileSystem" in line and "fs-0" in line for line in report)
+    assert any("kms:ScheduleKeyDeletion" in line and "5555abcd" in line for line in report)
