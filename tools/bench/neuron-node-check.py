@@ -125,7 +125,7 @@ def svg_chart(rows, target=5.0):
     """A bar chart of the best seconds per size, with the 5 s target line (an SVG any browser shows)."""
     width, height, left, bottom = 520, 260, 60, 40
     top = max([target] + [row[1] for row in rows]) * 1.1
-    bar = (width - left - 20) / max(len(rows), 1)
+    bar_width = (width - left - 20) / max(len(rows), 1)
 
     def y(seconds):
         return height - bottom - (height - bottom - 20) * seconds / top
@@ -136,8 +136,8 @@ def svg_chart(rows, target=5.0):
              f'<text x="{width - 90}" y="{y(target) - 4:.1f}" fill="red">target {target:g} s</text>',
              f'<line x1="{left}" y1="{height - bottom}" x2="{width - 10}" y2="{height - bottom}" stroke="black"/>']
     for index, (size, best, _median, lists, _calls) in enumerate(rows):
-        x = left + index * bar + bar * 0.2
-        parts.append(f'<rect x="{x:.1f}" y="{y(best):.1f}" width="{bar * 0.6:.1f}" height="{height - bottom - y(best):.1f}" fill="steelblue"/>')
+        x = left + index * bar_width + bar_width * 0.2
+        parts.append(f'<rect x="{x:.1f}" y="{y(best):.1f}" width="{bar_width * 0.6:.1f}" height="{height - bottom - y(best):.1f}" fill="steelblue"/>')
         parts.append(f'<text x="{x:.1f}" y="{y(best) - 4:.1f}">{best:.2f} s, {lists} calls</text>')
         parts.append(f'<text x="{x:.1f}" y="{height - bottom + 16}">{size} nodes</text>')
     parts.append("</svg>")
