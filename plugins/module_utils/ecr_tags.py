@@ -149,7 +149,7 @@ def create_repository(client, name, wanted, tags, registry_id=None):
         encryptionConfiguration=encryption_configuration(wanted["encryption_type"], wanted.get("kms_key")),
     )
     if tags:
-        args["tags"] = [{"Key": str(key), "Value": str(value)} for key, value in sorted(tags.items())]
+        args["tags"] = common.tag_list(tags)
     return client.create_repository(**args)["repository"]
 
 

@@ -167,8 +167,9 @@ def tags_after(current, to_set, to_remove):
     return tags
 
 
-def _tag_list(tags):
-    return [{"Key": key, "Value": value} for key, value in sorted(tags.items())]
+def tag_list(tags):
+    """``tags`` ({key: value}, None for none) as AWS's list of {"Key", "Value"} strings, sorted by key."""
+    return [{"Key": str(key), "Value": str(value)} for key, value in sorted((tags or {}).items())]
 
 
 # service: (tag call, untag call, keyword arguments of each for a resource and the tags)
@@ -177,13 +178,13 @@ _TAG_CALLS = {
             lambda arn, tags: {"resourceArn": arn, "tags": dict(tags)},
             lambda arn, keys: {"resourceArn": arn, "tagKeys": list(keys)}),
     "ecr": ("tag_resource", "untag_resource",
-            lambda arn, tags: {"resourceArn": arn, "tags": _tag_list(tags)},
+            lambda arn, tags: {"resourceArn": arn, "tags": tag_list(tags)},
             lambda arn, keys: {"resourceArn": arn, "tagKeys": sorted(keys)}),
     "fsx": ("tag_resource", "untag_resource",
-            lambda arn, tags: {"ResourceARN": arn, "Tags": _tag_list(tags)},
+            lambda arn, tags: {"ResourceARN": arn, "Tags": tag_list(tags)},
             lambda arn, keys: {"ResourceARN": arn, "TagKeys": list(keys)}),
     "ec2": ("create_tags", "delete_tags",
-            lambda resource_id, tags: {"Resources": [resource_id], "Tags": _tag_list(tags)},
+            lambda resource_id, tags: {"Resources": [resource_id], "Tags": tag_list(tags)},
             lambda resource_id, keys: {"Resources": [resource_id], "Tags": [{"Key": key} for key in keys]}),
 }
 

@@ -582,7 +582,7 @@ def get_oidc_provider(iam, arn):
 @AWSRetry.jittered_backoff()
 def create_oidc_provider(iam, issuer, tags):
     return iam.create_open_id_connect_provider(
-        Url=issuer, ClientIDList=[OIDC_CLIENT_ID], Tags=[{"Key": k, "Value": v} for k, v in sorted(tags.items())],
+        Url=issuer, ClientIDList=[OIDC_CLIENT_ID], Tags=common.tag_list(tags),
     )["OpenIDConnectProviderArn"]
 
 

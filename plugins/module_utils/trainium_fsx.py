@@ -258,7 +258,7 @@ def create_request(params):
         "SubnetIds": [params["subnet_id"]],
         "SecurityGroupIds": list(params.get("security_group_ids") or []),
         "LustreConfiguration": lustre,
-        "Tags": [{"Key": k, "Value": v} for k, v in sorted(desired_tags(params).items())],
+        "Tags": common.tag_list(desired_tags(params)),
     }
     if params.get("kms_key_id"):
         request["KmsKeyId"] = params["kms_key_id"]
@@ -388,7 +388,7 @@ def apply_plan(current, plan):
         repository["AutoImportPolicy"] = policy
         after["LustreConfiguration"]["DataRepositoryConfiguration"] = repository
     tags = common.tags_after(boto3_tag_list_to_ansible_dict(current.get("Tags") or []), plan["tags_to_set"], plan["tags_to_remove"])
-    after["Tags"] = [{"Key": k, "Value": v} for k, v in sorted(tags.items())]
+    after["Tags"] = common.tag_list(tags)
     return after
 
 
@@ -572,7 +572,7 @@ def final_backup_tags(fs, tags=None):
     """FinalBackupTags: ``tags`` when given, else the file system's own (without aws: ones); at most 50, by key."""
     if tags is None:
         tags = {k: v for k, v in boto3_tag_list_to_ansible_dict(fs.get("Tags") or []).items() if not k.startswith("aws:")}
-    return [{"Key": str(k), "Value": str(v)} for k, v in sorted(tags.items())][:MAX_BACKUP_TAGS]
+    return common.tag_list(tags)[:MAX_BACKUP_TAGS]
 
 
 def delete_request(fs, final_backup=False, tags=None):

@@ -113,10 +113,6 @@ def efa_network_interfaces(count, security_group_ids):
     ]
 
 
-def tag_list(tags):
-    return [{"Key": str(k), "Value": str(v)} for k, v in sorted((tags or {}).items())]
-
-
 def build_launch_template_data(params, root_device_name=None):
     """The LaunchTemplateData (request shape) for the module's options."""
     data = {
@@ -155,7 +151,7 @@ def build_launch_template_data(params, root_device_name=None):
         data["InstanceMarketOptions"] = {"MarketType": "capacity-block"}
     if params.get("tags"):
         data["TagSpecifications"] = [
-            {"ResourceType": kind, "Tags": tag_list(params["tags"])} for kind in TAGGED_RESOURCE_TYPES
+            {"ResourceType": kind, "Tags": common.tag_list(params["tags"])} for kind in TAGGED_RESOURCE_TYPES
         ]
     return data
 
@@ -293,7 +289,7 @@ def describe_root_device_name(client, image_id):
 def create_launch_template(client, name, data, tags):
     params = {"LaunchTemplateName": name, "LaunchTemplateData": data}
     if tags:
-        params["TagSpecifications"] = [{"ResourceType": "launch-template", "Tags": tag_list(tags)}]
+        params["TagSpecifications"] = [{"ResourceType": "launch-template", "Tags": common.tag_list(tags)}]
     return client.create_launch_template(**params)["LaunchTemplate"]
 
 
@@ -358,7 +354,7 @@ def describe_placement_group(client, name):
 def create_placement_group(client, name, strategy, tags):
     request = {"GroupName": name, "Strategy": strategy}
     if tags:
-        request["TagSpecifications"] = [{"ResourceType": "placement-group", "Tags": tag_list(tags)}]
+        request["TagSpecifications"] = [{"ResourceType": "placement-group", "Tags": common.tag_list(tags)}]
     client.create_placement_group(**request)
 
 

@@ -13,6 +13,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
+from ansible_collections.trainium.eks.plugins.module_utils import trainium_common as common
 from ansible_collections.trainium.eks.plugins.module_utils import trainium_launch_template as lt
 
 SG = "sg-0123456789abcdef0"
@@ -235,7 +236,7 @@ def test_create_sends_the_data_and_the_template_tags(ec2):
     stubber.add_response("create_launch_template", {"LaunchTemplate": TEMPLATE}, {
         "LaunchTemplateName": "trn-rehearsal-trn1",
         "LaunchTemplateData": desired,
-        "TagSpecifications": [{"ResourceType": "launch-template", "Tags": lt.tag_list(params()["tags"])}],
+        "TagSpecifications": [{"ResourceType": "launch-template", "Tags": common.tag_list(params()["tags"])}],
     })
     _describe(stubber, TEMPLATE)
     changed, before, _after, template, _data = lt.ensure_present(client, params(), check_mode=False)
