@@ -32,12 +32,20 @@ DEPLOYMENT_VARIABLES = (
     "trainium_job",
     "trainium_tags",
     "trainium_teardown_keep",
+    "trainium_system_node_pool",
+    "trainium_kubeconfig",
 )
 # What a teardown can leave in place (trainium_teardown_keep).
 TEARDOWN_KEEPS = ("repository",)
 MANAGED_BY = "trainium.eks"
 CLUSTER_TAG = "trainium.eks/cluster"
 POOL_LABEL = "trainium.eks/pool"
+# The CPU node pool for the controllers (Volcano, etcd, CoreDNS, the CSI
+# controller): its name, which no Trainium pool may take, and its defaults.
+SYSTEM_POOL = "system"
+SYSTEM_POOL_DEFAULTS = {"enabled": True, "instance_type": "m7i.large", "count": 2, "root_volume_size_gib": 50}
+SYSTEM_POOL_MAX_NODES = 10
+INSTANCE_TYPE_RE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9]+$")
 TRAINIUM_INSTANCE_TYPES = ("trn1.2xlarge", "trn1.32xlarge", "trn1n.32xlarge", "trn2.48xlarge")
 KUBERNETES_VERSIONS = ("1.31", "1.32", "1.33", "1.34", "1.35")
 CAPACITY_TYPES = ("ON_DEMAND", "SPOT", "CAPACITY_BLOCK")
@@ -81,7 +89,9 @@ def _validate_pool(errors, index, pool, seen_names):
         return
     name = pool.get("name")
     if errors.check_re(f"{base}.name", name, DNS_LABEL_RE, "a DNS label: 1-63 lowercase letters, digits and '-'"):
-        if name in seen_names:
+        if name == SYSTEM_POOL:
+            errors.add(f"{base}.name", name, f"a name other than {SYSTEM_POOL!r} (the CPU node pool of trainium_system_node_pool)")
+        elif name in seen_names:
             errors.add(f"{base}.name", name, "a name not used by another pool")
         seen_names.add(name)
     errors.check_choice(f"{base}.instance_type", pool.get("instance_type"), TRAINIUM_INSTANCE_TYPES)
@@ -211,6 +221,32 @@ def _validate_tags(errors, tags):
             errors.add(name, value, "a string of at most 256 characters")
 
 
+def system_pool(value):
+    """trainium_system_node_pool with its defaults applied (unset or null: the defaults)."""
+    pool = dict(SYSTEM_POOL_DEFAULTS)
+    pool.update({key: item for key, item in (value or {}).items() if item is not None} if isinstance(value, dict) else {})
+    return pool
+
+
+def _validate_system_pool(errors, value):
+    if value is None:
+        return
+    if not errors.check_mapping("trainium_system_node_pool", value):
+        return
+    unknown = sorted(set(value) - set(SYSTEM_POOL_DEFAULTS))
+    if unknown:
+        errors.add("trainium_system_node_pool", ", ".join(map(str, unknown)), "the keys " + ", ".join(SYSTEM_POOL_DEFAULTS))
+    pool = system_pool(value)
+    if not isinstance(pool["enabled"], bool):
+        errors.add("trainium_system_node_pool.enabled", pool["enabled"], "true or false")
+    itype = pool["instance_type"]
+    if errors.check_re("trainium_system_node_pool.instance_type", itype, INSTANCE_TYPE_RE, "an EC2 instance type such as 'm7i.large'"):
+        if itype in TRAINIUM_INSTANCE_TYPES:
+            errors.add("trainium_system_node_pool.instance_type", itype, "a CPU instance type such as 'm7i.large' (Trainium types go in trainium_node_pools)")
+    errors.check_int("trainium_system_node_pool.count", pool["count"], 1, SYSTEM_POOL_MAX_NODES)
+    errors.check_int("trainium_system_node_pool.root_volume_size_gib", pool["root_volume_size_gib"], 20, 16384)
+
+
 def deployment_errors(variables):
     """Return every problem with the user-facing deployment variables.
 
@@ -246,6 +282,10 @@ def deployment_errors(variables):
     _validate_dataset(errors, variables.get("trainium_dataset"))
     _validate_job(errors, variables.get("trainium_job"), pool_names)
     _validate_tags(errors, variables.get("trainium_tags"))
+    _validate_system_pool(errors, variables.get("trainium_system_node_pool"))
+    kubeconfig = variables.get("trainium_kubeconfig")
+    if kubeconfig is not None and not (isinstance(kubeconfig, str) and kubeconfig.strip()):
+        errors.add("trainium_kubeconfig", kubeconfig, "the path of the cluster's kubeconfig, or leave it unset for ~/.kube/<trainium_cluster_name>.yaml")
     keep = variables.get("trainium_teardown_keep")
     if keep is not None and not isinstance(keep, list):
         errors.add("trainium_teardown_keep", keep, "a list of what a teardown keeps: " + ", ".join(TEARDOWN_KEEPS))
@@ -453,6 +493,23 @@ def normalize_pool(pool, cluster, tags):
     return normalized
 
 
+def normalize_system_pool(value, cluster, tags):
+    """The system node pool with its defaults, resource name, labels and tags (enabled false: still named, for teardown)."""
+    pool = system_pool(value)
+    resource_name = f"{cluster}-{SYSTEM_POOL}"
+    pool.update(
+        {
+            "name": SYSTEM_POOL,
+            "resource_name": resource_name,
+            "min_count": pool["count"],
+            "max_count": pool["count"],
+            "labels": {POOL_LABEL: SYSTEM_POOL},
+            "tags": dict(tags, Name=resource_name),
+        }
+    )
+    return pool
+
+
 def deployment_model(variables):
     """The normalized deployment: names, tags and node pools with their defaults, from the variables alone.
 
@@ -469,6 +526,9 @@ def deployment_model(variables):
         "tags": tags,
         "names": resource_names(cluster),
         "node_pools": [normalize_pool(pool, cluster, tags) for pool in variables["trainium_node_pools"]],
+        "system_node_pool": normalize_system_pool(variables.get("trainium_system_node_pool"), cluster, tags),
+        # Where the eks_cluster role writes the kubeconfig and the platform roles read it.
+        "kubeconfig": variables.get("trainium_kubeconfig") or f"~/.kube/{cluster}.yaml",
         "storage": dict(variables["trainium_storage"]),
         "image": dict(variables["trainium_image"]),
         "dataset": dict(variables["trainium_dataset"]),
