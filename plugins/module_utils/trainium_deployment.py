@@ -53,6 +53,7 @@ TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 FSX_DEPLOYMENT_TYPES = ("SCRATCH_2", "PERSISTENT_1", "PERSISTENT_2")
 FSX_THROUGHPUT = {"PERSISTENT_1": (50, 100, 200), "PERSISTENT_2": (125, 250, 500, 1000), "SCRATCH_2": ()}
 PRECISIONS = ("bf16", "fp32")
+RDZV_BACKENDS = ("etcd", "etcd-v2", "c10d")
 SEQUENCE_LENGTHS = (128, 512)
 MAX_POOLS = 10
 MAX_NODES_PER_POOL = 100
@@ -202,6 +203,7 @@ def _validate_job(errors, job, pool_names):
     if "steps_this_run" in job and job["steps_this_run"] is not None:
         errors.check_int("trainium_job.steps_this_run", job["steps_this_run"], 1, 10_000_000)
     errors.check_choice("trainium_job.precision", job.get("precision", "bf16"), PRECISIONS)
+    errors.check_choice("trainium_job.rdzv_backend", job.get("rdzv_backend", "etcd"), RDZV_BACKENDS)
 
 
 def _validate_tags(errors, tags):
@@ -532,5 +534,5 @@ def deployment_model(variables):
         "storage": dict(variables["trainium_storage"]),
         "image": dict(variables["trainium_image"]),
         "dataset": dict(variables["trainium_dataset"]),
-        "job": dict(variables["trainium_job"]),
+        "job": dict({"rdzv_backend": "etcd", "max_retry": 3, "precision": "bf16"}, **variables["trainium_job"]),
     }
