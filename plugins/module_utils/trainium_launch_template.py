@@ -34,7 +34,7 @@ INSTANCE_TYPE_PATTERN = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9-]+$")
 # option: (minimum, maximum, what it is)
 RANGES = {
     "efa_interfaces": (0, 32, "EFA interfaces, one per network card; 0 for a type without EFA"),
-    "root_volume_size": (100, 16384, "GiB"),
+    "root_volume_size": (20, 16384, "GiB"),
     "root_volume_iops": (3000, 80000, "gp3 IOPS"),
     "root_volume_throughput": (125, 2000, "gp3 MiB/s"),
     "metadata_hop_limit": (1, 64, "IMDS hops"),

@@ -391,6 +391,13 @@ def fsx_lustre_problems(values):
     return problems
 
 
+def system_nodegroup_problems(values):
+    """The system_nodegroup role: the IMDS hop limit (the pool itself is trainium_system_node_pool, checked with the deployment)."""
+    problems = Problems()
+    problems.check_int("system_nodegroup_metadata_hop_limit", values.get("system_nodegroup_metadata_hop_limit"), 1, 64)
+    return problems
+
+
 def _no_rules(values):
     return []
 
@@ -403,6 +410,7 @@ ROLE_RULES = {
     "eks_cluster": eks_cluster_problems,
     "trn_launch_template": trn_launch_template_problems,
     "trn_nodegroup": _no_rules,
+    "system_nodegroup": system_nodegroup_problems,
     "ecr": ecr_problems,
     "fsx_lustre": fsx_lustre_problems,
 }

@@ -74,7 +74,7 @@ options:
     type: str
   root_volume_size:
     description:
-      - Size of the encrypted gp3 root volume in GiB, 100 to 16384. The device
+      - Size of the encrypted gp3 root volume in GiB, 20 to 16384. The device
         is the AMI's root device when O(image_id) is set, C(/dev/xvda) otherwise.
     type: int
     default: 500

@@ -112,7 +112,7 @@ def expected_zone(rehearsal, local_vars):
 def test_kwok_nodes_match_the_node_pool(kube, rehearsal, local_vars):
     zones = expected_zone(rehearsal, local_vars)
     assert zones == {"trn1": "us-west-2b"}
-    nodes = {n["metadata"]["name"]: n for n in kube.json("get", "nodes", "-l", "type=kwok")["items"]}
+    nodes = {n["metadata"]["name"]: n for n in kube.json("get", "nodes", "-l", "type=kwok,trainium.eks/pool=trn1")["items"]}
     assert sorted(nodes) == ["trn1-0", "trn1-1"]
     for node in nodes.values():
         labels = node["metadata"]["labels"]
@@ -126,6 +126,22 @@ def test_kwok_nodes_match_the_node_pool(kube, rehearsal, local_vars):
         assert allocatable["memory"] in ("524288Mi", "512Gi")  # the API server canonicalizes the quantity
         ready = [c for c in node["status"].get("conditions", []) if c["type"] == "Ready"]
         assert ready and ready[0]["status"] == "True", node["status"].get("conditions")
+
+
+def test_kwok_system_nodes_spread_over_the_cluster_zones_without_devices(kube, local_vars):
+    """trainium_system_node_pool (unset: 2 x m7i.large) gives CPU nodes in both cluster zones, no Neuron or EFA."""
+    assert "trainium_system_node_pool" not in local_vars  # the defaults
+    nodes = {n["metadata"]["name"]: n for n in kube.json("get", "nodes", "-l", "type=kwok,trainium.eks/pool=system")["items"]}
+    assert sorted(nodes) == ["system-0", "system-1"]
+    zones = {node["metadata"]["labels"]["topology.kubernetes.io/zone"] for node in nodes.values()}
+    assert len(zones) == 2, zones
+    for node in nodes.values():
+        labels = node["metadata"]["labels"]
+        assert labels["node.kubernetes.io/instance-type"] == "m7i.large"
+        assert labels["eks.amazonaws.com/nodegroup"] == f"{local_vars['trainium_cluster_name']}-system"
+        allocatable = node["status"]["allocatable"]
+        assert allocatable["cpu"] == "2" and allocatable["memory"] == "8Gi"
+        assert not {NEURON, NEURONCORE, EFA} & set(allocatable), allocatable
 
 
 def test_gang_job_that_fits_runs(kube, jobs, wait_until):

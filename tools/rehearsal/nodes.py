@@ -36,7 +36,11 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / ".collections"))
 
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_capacity import gather_capacity  # noqa: E402
-from ansible_collections.trainium.eks.plugins.module_utils.trainium_deployment import POOL_LABEL, place_node_pools  # noqa: E402
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_deployment import (  # noqa: E402
+    POOL_LABEL,
+    place_node_pools,
+    system_pool,
+)
 
 FIELD_MANAGER = "rehearsal-nodes"
 KWOK_LABEL = ("type", "kwok")
@@ -65,10 +69,17 @@ def ec2_client(region):
 
 
 def plan_pools(variables):
-    """Every pool with its instance figures and zone, as the collection computes them."""
+    """Every pool with its instance figures and zones, as the collection computes them.
+
+    The Trainium pools sit in the zone preflight chooses; the system pool
+    (trainium_system_node_pool, unless disabled) spreads over the cluster's
+    zones, as a managed node group over its subnets does.
+    """
     pools = variables.get("trainium_node_pools") or []
     region = variables["trainium_region"]
-    capacity = gather_capacity(ec2_client(region), [p["instance_type"] for p in pools])
+    system = system_pool(variables.get("trainium_system_node_pool"))
+    types = [p["instance_type"] for p in pools] + ([system["instance_type"]] if system["enabled"] else [])
+    capacity = gather_capacity(ec2_client(region), types)
     placement = place_node_pools(pools, capacity, region)
     if placement["errors"]:
         sys.exit("nodes.py: the node pools cannot be placed:\n" + json.dumps(placement["errors"], indent=2))
@@ -76,15 +87,26 @@ def plan_pools(variables):
     planned = []
     for pool in pools:
         info = capacity["instance_types"][pool["instance_type"]]
-        planned.append({"pool": pool, "info": info, "zone": zones[pool["name"]], "region": region})
+        planned.append({"pool": pool, "info": info, "zones": [zones[pool["name"]]], "region": region})
+    if system["enabled"]:
+        planned.append({
+            "pool": {"name": "system", "instance_type": system["instance_type"], "count": system["count"]},
+            "info": capacity["instance_types"][system["instance_type"]],
+            "zones": placement["cluster_availability_zones"],
+            "region": region,
+        })
     return planned
 
 
 def resources(info):
+    """What the node reports: the device plugins add Neuron and EFA only where the type has them."""
+    devices = {
+        "aws.amazon.com/neuron": str(info.get("neuron_devices") or 0),
+        "aws.amazon.com/neuroncore": str(info.get("neuron_cores") or 0),
+        "vpc.amazonaws.com/efa": str(info.get("max_efa_interfaces") or 0),
+    }
     return {
-        "aws.amazon.com/neuron": str(info["neuron_devices"]),
-        "aws.amazon.com/neuroncore": str(info["neuron_cores"]),
-        "vpc.amazonaws.com/efa": str(info["max_efa_interfaces"]),
+        **{name: value for name, value in devices.items() if value != "0"},
         "cpu": str(info["vcpus"]),
         # MiB, written the way the API server stores the quantity (524288Mi
         # comes back as 512Gi), so that a second apply changes nothing.
@@ -109,7 +131,6 @@ def node_objects(planned, cluster, lost):
         labels = {str(k): str(v) for k, v in (pool.get("labels") or {}).items()}
         labels.update({
             "node.kubernetes.io/instance-type": pool["instance_type"],
-            "topology.kubernetes.io/zone": item["zone"],
             "topology.kubernetes.io/region": item["region"],
             "eks.amazonaws.com/nodegroup": f"{cluster}-{pool['name']}",
             # The node group of the pool (trn_nodegroup) labels its nodes with the pool's name.
@@ -121,6 +142,7 @@ def node_objects(planned, cluster, lost):
         })
         for index in range(int(pool["count"])):
             name = f"{pool['name']}-{index}"
+            zone = item["zones"][index % len(item["zones"])]
             figures = resources(info)
             if name in lost:
                 figures.update({resource: "0" for resource in NEURON_RESOURCES})
@@ -129,7 +151,7 @@ def node_objects(planned, cluster, lost):
                 "kind": "Node",
                 "metadata": {
                     "name": name,
-                    "labels": dict(labels, **{"kubernetes.io/hostname": name}),
+                    "labels": dict(labels, **{"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": zone}),
                     "annotations": {KWOK_ANNOTATION[0]: KWOK_ANNOTATION[1], "node.alpha.kubernetes.io/ttl": "0"},
                 },
                 "spec": {},
@@ -183,7 +205,7 @@ def main():
     stale = sorted(n["metadata"]["name"] for n in existing if n["metadata"]["name"] not in nodes)
     if stale:
         kubectl("delete", "node", *stale)
-    summary = ", ".join(f"{item['pool']['name']}: {item['pool']['count']} x {item['pool']['instance_type']} in {item['zone']}" for item in planned)
+    summary = ", ".join(f"{item['pool']['name']}: {item['pool']['count']} x {item['pool']['instance_type']} in {'/'.join(item['zones'])}" for item in planned)
     print(f"kwok nodes: {summary}; {len(nodes)} applied{', deleted ' + ' '.join(stale) if stale else ''}")
 
 

@@ -176,7 +176,7 @@ def test_valid_params_have_no_errors():
 
 @pytest.mark.parametrize("change, message", [
     ({"efa_interfaces": 33}, "efa_interfaces: got 33; allowed: an integer from 0 to 32"),
-    ({"root_volume_size": 50}, "root_volume_size: got 50; allowed: an integer from 100 to 16384 (GiB)"),
+    ({"root_volume_size": 10}, "root_volume_size: got 10; allowed: an integer from 20 to 16384 (GiB)"),
     ({"root_volume_iops": 100}, "root_volume_iops: got 100; allowed: an integer from 3000 to 80000"),
     ({"root_volume_throughput": 5000}, "root_volume_throughput: got 5000; allowed: an integer from 125 to 2000"),
     ({"metadata_hop_limit": 0}, "metadata_hop_limit: got 0; allowed: an integer from 1 to 64"),

@@ -105,11 +105,11 @@ def test_absent_on_a_missing_template_is_fine(capsys, stubbed):
 
 
 def test_bad_values_fail_before_any_call(capsys, stubbed):
-    rc, result = _run(capsys, _args(efa_interfaces=40, root_volume_size=20))
+    rc, result = _run(capsys, _args(efa_interfaces=40, root_volume_size=19))
     assert rc == 1
     assert result["errors"] == [
         "efa_interfaces: got 40; allowed: an integer from 0 to 32 (EFA interfaces, one per network card; 0 for a type without EFA)",
-        "root_volume_size: got 20; allowed: an integer from 100 to 16384 (GiB)",
+        "root_volume_size: got 19; allowed: an integer from 20 to 16384 (GiB)",
     ]
     assert "stubber" not in stubbed
 
