@@ -47,7 +47,7 @@ def kubeconfig(tmp_path):
 
 
 def run_args(kubeconfig):
-    return ["-e", f"eks_cluster_kubeconfig_path={kubeconfig}"]
+    return ["-e", f"trainium_kubeconfig={kubeconfig}"]
 
 
 @pytest.fixture()
@@ -82,9 +82,22 @@ def assert_account_holds_the_deployment(aws):
     assert cluster["status"] == "ACTIVE"
     assert set(cluster["resourcesVpcConfig"]["subnetIds"]) <= {s["SubnetId"] for s in subnets}
 
-    # The node group: in the single zone that offers trn1.32xlarge, on the EFA launch template.
-    (group_name,) = eks.list_nodegroups(clusterName=CLUSTER)["nodegroups"]
-    group = eks.describe_nodegroup(clusterName=CLUSTER, nodegroupName=group_name)["nodegroup"]
+    # The Trainium node group and the system node group (trainium_system_node_pool's defaults).
+    assert sorted(eks.list_nodegroups(clusterName=CLUSTER)["nodegroups"]) == [f"{CLUSTER}-system", f"{CLUSTER}-trn1"]
+    system = eks.describe_nodegroup(clusterName=CLUSTER, nodegroupName=f"{CLUSTER}-system")["nodegroup"]
+    assert system["status"] == "ACTIVE" and system["amiType"] == "AL2023_x86_64_STANDARD"
+    assert system["scalingConfig"] == {"minSize": 2, "maxSize": 2, "desiredSize": 2}
+    assert system["labels"] == {"trainium.eks/pool": "system"}
+    private = {s["SubnetId"] for s in subnets if tagged(s.get("Tags"), "kubernetes.io/role/internal-elb") == "1"}
+    assert set(system["subnets"]) <= private and len({s["AvailabilityZone"] for s in subnets if s["SubnetId"] in system["subnets"]}) == 2
+    system_data = ec2.describe_launch_template_versions(
+        LaunchTemplateId=system["launchTemplate"]["id"], Versions=["$Default"])["LaunchTemplateVersions"][0]["LaunchTemplateData"]
+    assert system_data["InstanceType"] == "m7i.large"
+    assert system_data["MetadataOptions"]["HttpTokens"] == "required" and system_data["MetadataOptions"]["HttpPutResponseHopLimit"] == 1
+    assert not any(i.get("InterfaceType") == "efa" for i in system_data.get("NetworkInterfaces", []))
+
+    # The Trainium node group: in the single zone that offers trn1.32xlarge, on the EFA launch template.
+    group = eks.describe_nodegroup(clusterName=CLUSTER, nodegroupName=f"{CLUSTER}-trn1")["nodegroup"]
     assert group["status"] == "ACTIVE"
     assert group["scalingConfig"] == {"minSize": 2, "maxSize": 2, "desiredSize": 2}
     (subnet_id,) = group["subnets"]

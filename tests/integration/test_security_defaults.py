@@ -48,7 +48,7 @@ EKS_CLUSTER = """
 def quiet_vars(tmp_path):
     """What the tests set besides the defaults: where the kubeconfig goes, no access check, short polls."""
     return {
-        "eks_cluster_kubeconfig_path": str(tmp_path / "kube" / f"{CLUSTER}.yaml"),
+        "trainium_kubeconfig": str(tmp_path / "kube" / f"{CLUSTER}.yaml"),
         # The access check needs the shared stack's authenticator, which knows only the shared moto's clusters.
         "eks_cluster_verify_access": False,
         "fsx_lustre_wait_delay": 1,
