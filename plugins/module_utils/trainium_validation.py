@@ -31,6 +31,7 @@ from ansible_collections.trainium.eks.plugins.module_utils import trainium_fsx a
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_eks import MAX_ADMIN_PRINCIPALS, PRINCIPAL_ARN_PATTERN
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_deployment import (
     DEPLOYMENT_VARIABLES,
+    IMAGE_TAG_RE,
     PINNED_IMAGE_RE,
     deployment_errors,
 )
@@ -395,6 +396,7 @@ def fsx_lustre_problems(values):
 # The platform roles (Kubernetes side).
 PINNED_IMAGE_RULE = "a pinned image reference, registry/name:tag or registry/name@sha256:<digest> (not the tag latest)"
 INSTANCE_TYPE_RE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9-]+$")
+AWS_ACCOUNT_RE = re.compile(r"^[0-9]{12}$")
 WAIT_TIMEOUT_RANGE = (1, 3600)
 
 
@@ -438,6 +440,29 @@ def neuron_device_plugin_problems(values):
     return problems
 
 
+def efa_device_plugin_problems(values):
+    """The efa_device_plugin role: the image (given, or the EKS add-on registry of the region), instance types, wait timeout."""
+    problems = _node_agent_problems("efa_device_plugin", values, image_names=())
+    accounts = values.get("efa_device_plugin_ecr_accounts")
+    if problems.check_mapping("efa_device_plugin_ecr_accounts", accounts):
+        for region, account in sorted(accounts.items()):
+            problems.check_re(f"efa_device_plugin_ecr_accounts.{region}", str(account), AWS_ACCOUNT_RE,
+                              "the 12-digit AWS account of the EKS add-on registry of that region")
+    if values.get("efa_device_plugin_image"):
+        if not image_is_pinned(values["efa_device_plugin_image"]):
+            problems.add("efa_device_plugin_image", values["efa_device_plugin_image"], PINNED_IMAGE_RULE + ", or empty for the EKS add-on registry")
+        return problems
+    tag = values.get("efa_device_plugin_image_tag")
+    if not isinstance(tag, str) or not IMAGE_TAG_RE.match(tag) or tag == "latest":
+        problems.add("efa_device_plugin_image_tag", tag, "a released tag of the EFA device plugin such as v0.5.20 (not latest)")
+    region = values.get("trainium_region")
+    if isinstance(accounts, dict) and region not in accounts:
+        problems.add("efa_device_plugin_ecr_accounts", sorted(accounts),
+                     f"an entry for trainium_region {region} (the account of its EKS add-on registry, AWS docs "
+                     "'Amazon container image registries for Amazon EKS add-ons'), or set efa_device_plugin_image")
+    return problems
+
+
 def _no_rules(values):
     return []
 
@@ -453,6 +478,7 @@ ROLE_RULES = {
     "ecr": ecr_problems,
     "fsx_lustre": fsx_lustre_problems,
     "neuron_device_plugin": neuron_device_plugin_problems,
+    "efa_device_plugin": efa_device_plugin_problems,
 }
 
 

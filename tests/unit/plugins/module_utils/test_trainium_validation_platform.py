@@ -88,3 +88,48 @@ def test_the_neuron_device_plugin_runs_on_every_trainium_type_of_the_deployment_
     types = defaults("neuron_device_plugin")["neuron_device_plugin_instance_types"]
     assert {"trn1.2xlarge", "trn1.32xlarge", "trn1n.32xlarge", "trn2.48xlarge", "inf2.48xlarge"} <= set(types)
     assert not [t for t in types if t.startswith("ml.")]
+
+
+def test_defaults_of_the_efa_device_plugin_are_valid_in_every_region_of_the_table():
+    for region in defaults("efa_device_plugin")["efa_device_plugin_ecr_accounts"]:
+        assert problems("efa_device_plugin", trainium_region=region) == [], region
+
+
+def test_the_efa_registry_table_knows_us_west_2_and_every_account_is_twelve_digits():
+    accounts = defaults("efa_device_plugin")["efa_device_plugin_ecr_accounts"]
+    assert accounts["us-west-2"] == "602401143452"
+    assert all(isinstance(a, str) and len(a) == 12 and a.isdigit() for a in accounts.values())
+
+
+@pytest.mark.parametrize("change, line", [
+    ({"trainium_region": "xx-nowhere-1"},
+     "efa_device_plugin_ecr_accounts: got ['af-south-1', "),
+    ({"efa_device_plugin_image_tag": "latest"},
+     "efa_device_plugin_image_tag: got 'latest' (str); allowed: a released tag of the EFA device plugin such as v0.5.20"),
+    ({"efa_device_plugin_image_tag": "v0.5.20 "},
+     "efa_device_plugin_image_tag: got 'v0.5.20 ' (str); allowed: a released tag"),
+    ({"efa_device_plugin_image": "registry.example.com/mirror/aws-efa-k8s-device-plugin"},
+     "efa_device_plugin_image: got 'registry.example.com/mirror/aws-efa-k8s-device-plugin' (str); allowed: a pinned image reference"),
+    ({"efa_device_plugin_ecr_accounts": {"us-west-2": "60240114345"}},
+     "efa_device_plugin_ecr_accounts.us-west-2: got '60240114345' (str); allowed: the 12-digit AWS account"),
+    ({"efa_device_plugin_ecr_accounts": "602401143452"},
+     "efa_device_plugin_ecr_accounts: got '602401143452' (str); allowed: a mapping"),
+    ({"efa_device_plugin_instance_types": "trn1.32xlarge trn1n.32xlarge"},
+     "efa_device_plugin_instance_types[0]: got 'trn1.32xlarge trn1n.32xlarge' (str); allowed: an EC2 instance type"),
+    ({"efa_device_plugin_wait_timeout": 7200}, "efa_device_plugin_wait_timeout: got 7200 (int); allowed: an integer from 1 to 3600"),
+])
+def test_one_bad_efa_device_plugin_variable_gives_one_line(change, line):
+    found = problems("efa_device_plugin", **change)
+    assert len(found) == 1, found
+    assert found[0].startswith(line), found[0]
+
+
+def test_a_mirror_image_needs_no_registry_of_the_region():
+    assert problems("efa_device_plugin", trainium_region="xx-nowhere-1",
+                    efa_device_plugin_image="registry.example.com/mirror/aws-efa-k8s-device-plugin:v0.5.20") == []
+
+
+def test_the_efa_device_plugin_runs_only_on_types_with_efa():
+    types = defaults("efa_device_plugin")["efa_device_plugin_instance_types"]
+    assert {"trn1.32xlarge", "trn1n.32xlarge", "trn2.48xlarge"} <= set(types)
+    assert "trn1.2xlarge" not in types
