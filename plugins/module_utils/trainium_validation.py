@@ -31,6 +31,7 @@ from ansible_collections.trainium.eks.plugins.module_utils import trainium_fsx a
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_eks import MAX_ADMIN_PRINCIPALS, PRINCIPAL_ARN_PATTERN
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_deployment import (
     DEPLOYMENT_VARIABLES,
+    DNS_LABEL_RE,
     IMAGE_TAG_RE,
     PINNED_IMAGE_RE,
     deployment_errors,
@@ -463,6 +464,15 @@ def efa_device_plugin_problems(values):
     return problems
 
 
+def neuron_monitor_problems(values):
+    """The neuron_monitor role: pinned image, namespace, metrics port, instance types, wait timeout."""
+    problems = _node_agent_problems("neuron_monitor", values)
+    problems.check_re("neuron_monitor_namespace", values.get("neuron_monitor_namespace"), DNS_LABEL_RE,
+                      "the name of an existing namespace (a DNS label), kube-system by default")
+    problems.check_int("neuron_monitor_port", values.get("neuron_monitor_port"), 1024, 65535)
+    return problems
+
+
 def _no_rules(values):
     return []
 
@@ -479,6 +489,7 @@ ROLE_RULES = {
     "fsx_lustre": fsx_lustre_problems,
     "neuron_device_plugin": neuron_device_plugin_problems,
     "efa_device_plugin": efa_device_plugin_problems,
+    "neuron_monitor": neuron_monitor_problems,
 }
 
 

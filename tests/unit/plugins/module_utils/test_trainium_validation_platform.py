@@ -133,3 +133,30 @@ def test_the_efa_device_plugin_runs_only_on_types_with_efa():
     types = defaults("efa_device_plugin")["efa_device_plugin_instance_types"]
     assert {"trn1.32xlarge", "trn1n.32xlarge", "trn2.48xlarge"} <= set(types)
     assert "trn1.2xlarge" not in types
+
+
+def test_defaults_of_neuron_monitor_are_valid():
+    assert problems("neuron_monitor") == []
+
+
+@pytest.mark.parametrize("change, line", [
+    ({"neuron_monitor_image": "public.ecr.aws/neuron/neuron-monitor:latest"},
+     "neuron_monitor_image: got 'public.ecr.aws/neuron/neuron-monitor:latest' (str); allowed: a pinned image reference"),
+    ({"neuron_monitor_namespace": "Monitoring"},
+     "neuron_monitor_namespace: got 'Monitoring' (str); allowed: the name of an existing namespace (a DNS label)"),
+    ({"neuron_monitor_namespace": "kube_system"},
+     "neuron_monitor_namespace: got 'kube_system' (str); allowed: the name of an existing namespace"),
+    ({"neuron_monitor_port": 80}, "neuron_monitor_port: got 80 (int); allowed: an integer from 1024 to 65535"),
+    ({"neuron_monitor_port": "metrics"}, "neuron_monitor_port: got 'metrics' (str); allowed: an integer"),
+    ({"neuron_monitor_instance_types": None}, "neuron_monitor_instance_types: got None (null); allowed: a non-empty list"),
+    ({"neuron_monitor_wait_timeout": -1}, "neuron_monitor_wait_timeout: got -1 (int); allowed: an integer from 1 to 3600"),
+])
+def test_one_bad_neuron_monitor_variable_gives_one_line(change, line):
+    found = problems("neuron_monitor", **change)
+    assert len(found) == 1, found
+    assert found[0].startswith(line), found[0]
+
+
+def test_extra_vars_strings_of_the_platform_roles_are_converted_as_ansible_does():
+    assert problems("neuron_monitor", neuron_monitor_port="9000", neuron_monitor_wait_timeout="60") == []
+    assert problems("neuron_device_plugin", neuron_device_plugin_scheduler_extension="false") == []
