@@ -31,6 +31,9 @@ from ansible_collections.trainium.eks.plugins.module_utils import trainium_fsx a
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_eks import MAX_ADMIN_PRINCIPALS, PRINCIPAL_ARN_PATTERN
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_deployment import (
     DEPLOYMENT_VARIABLES,
+    DNS_LABEL_RE,
+    IMAGE_TAG_RE,
+    PINNED_IMAGE_RE,
     deployment_errors,
 )
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_problems import Problems, describe, is_int, unique
@@ -398,6 +401,85 @@ def system_nodegroup_problems(values):
     return problems
 
 
+# The platform roles (Kubernetes side).
+PINNED_IMAGE_RULE = "a pinned image reference, registry/name:tag or registry/name@sha256:<digest> (not the tag latest)"
+INSTANCE_TYPE_RE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9-]+$")
+AWS_ACCOUNT_RE = re.compile(r"^[0-9]{12}$")
+WAIT_TIMEOUT_RANGE = (1, 3600)
+
+
+def image_is_pinned(image):
+    """Whether ``image`` is a full reference with a tag or a digest, and the tag is not ``latest``."""
+    if not isinstance(image, str) or not PINNED_IMAGE_RE.match(image):
+        return False
+    name, _, digest = image.partition("@")
+    last = name.rsplit("/", 1)[-1]
+    tag = last.partition(":")[2]
+    return bool(digest or tag) and tag != "latest"
+
+
+def _instance_types_problems(problems, name, types):
+    if not isinstance(types, list) or not types:
+        problems.add(name, types, "a non-empty list of EC2 instance types (the node label node.kubernetes.io/instance-type)")
+        return
+    for index, instance_type in enumerate(types):
+        problems.check_re(f"{name}[{index}]", instance_type, INSTANCE_TYPE_RE, "an EC2 instance type such as trn1.32xlarge")
+    if len(set(map(str, types))) < len(types):
+        problems.add(name, types, "each instance type once")
+
+
+def _node_agent_problems(role, values, image_names=None):
+    """What every node-agent role checks: pinned images, instance types, wait timeout."""
+    problems = Problems()
+    for name in image_names if image_names is not None else (f"{role}_image",):
+        if not image_is_pinned(values.get(name)):
+            problems.add(name, values.get(name), PINNED_IMAGE_RULE)
+    _instance_types_problems(problems, f"{role}_instance_types", values.get(f"{role}_instance_types"))
+    problems.check_int(f"{role}_wait_timeout", values.get(f"{role}_wait_timeout"), *WAIT_TIMEOUT_RANGE)
+    return problems
+
+
+def neuron_device_plugin_problems(values):
+    """The neuron_device_plugin role: pinned image, instance types, wait timeout; the scheduler extension is not there yet."""
+    problems = _node_agent_problems("neuron_device_plugin", values)
+    if values.get("neuron_device_plugin_scheduler_extension"):
+        problems.add("neuron_device_plugin_scheduler_extension", True,
+                     "false; the Neuron scheduler extension is not implemented yet (whole-node jobs do not need it)")
+    return problems
+
+
+def efa_device_plugin_problems(values):
+    """The efa_device_plugin role: the image (given, or the EKS add-on registry of the region), instance types, wait timeout."""
+    problems = _node_agent_problems("efa_device_plugin", values, image_names=())
+    accounts = values.get("efa_device_plugin_ecr_accounts")
+    if problems.check_mapping("efa_device_plugin_ecr_accounts", accounts):
+        for region, account in sorted(accounts.items()):
+            problems.check_re(f"efa_device_plugin_ecr_accounts.{region}", str(account), AWS_ACCOUNT_RE,
+                              "the 12-digit AWS account of the EKS add-on registry of that region")
+    if values.get("efa_device_plugin_image"):
+        if not image_is_pinned(values["efa_device_plugin_image"]):
+            problems.add("efa_device_plugin_image", values["efa_device_plugin_image"], PINNED_IMAGE_RULE + ", or empty for the EKS add-on registry")
+        return problems
+    tag = values.get("efa_device_plugin_image_tag")
+    if not isinstance(tag, str) or not IMAGE_TAG_RE.match(tag) or tag == "latest":
+        problems.add("efa_device_plugin_image_tag", tag, "a released tag of the EFA device plugin such as v0.5.20 (not latest)")
+    region = values.get("trainium_region")
+    if isinstance(accounts, dict) and region not in accounts:
+        problems.add("efa_device_plugin_ecr_accounts", sorted(accounts),
+                     f"an entry for trainium_region {region} (the account of its EKS add-on registry, AWS docs "
+                     "'Amazon container image registries for Amazon EKS add-ons'), or set efa_device_plugin_image")
+    return problems
+
+
+def neuron_monitor_problems(values):
+    """The neuron_monitor role: pinned image, namespace, metrics port, instance types, wait timeout."""
+    problems = _node_agent_problems("neuron_monitor", values)
+    problems.check_re("neuron_monitor_namespace", values.get("neuron_monitor_namespace"), DNS_LABEL_RE,
+                      "the name of an existing namespace (a DNS label), kube-system by default")
+    problems.check_int("neuron_monitor_port", values.get("neuron_monitor_port"), 1024, 65535)
+    return problems
+
+
 def _no_rules(values):
     return []
 
@@ -413,6 +495,9 @@ ROLE_RULES = {
     "system_nodegroup": system_nodegroup_problems,
     "ecr": ecr_problems,
     "fsx_lustre": fsx_lustre_problems,
+    "neuron_device_plugin": neuron_device_plugin_problems,
+    "efa_device_plugin": efa_device_plugin_problems,
+    "neuron_monitor": neuron_monitor_problems,
 }
 
 
