@@ -480,6 +480,74 @@ def neuron_monitor_problems(values):
     return problems
 
 
+# sha256 of installer/volcano-development.yaml per Volcano release, computed
+# from the file itself; the same table as roles/volcano/vars/main.yml
+# (volcano_manifest_checksums; a unit test compares them). v1.10.0: the copy
+# in the Go module cache (volcano.sh/volcano@v1.10.0, pinned by go.sum).
+VOLCANO_MANIFEST_SHA256 = {
+    "v1.10.0": "98fbe65dd8344308284e91ada82fb025b0514fe6b173ea02013398b236876b2c",
+}
+VOLCANO_VERSION_RE = re.compile(r"^v[0-9]+\.[0-9]+\.[0-9]+$")
+VOLCANO_URL_RE = re.compile(r"^(https://[^\s/]+/|file:///)\S+$")
+SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
+QUEUE_NAME_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+# Volcano makes and keeps these queues itself (its webhook refuses to delete `default`).
+VOLCANO_OWN_QUEUES = ("default", "root")
+QUEUE_WEIGHT_RANGE = (1, 65535)
+RESOURCE_NAME_RE = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+QUANTITY_RE = re.compile(r"^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([KMGTPE]i|[mkMGTPE]|[eE][+-]?[0-9]+)?$")
+
+
+def volcano_problems(values):
+    """The volcano role: release, manifest URL and checksum (never trusted on first use), queues, timeouts."""
+    problems = Problems()
+    version = values.get("volcano_version")
+    version_ok = problems.check_re("volcano_version", version, VOLCANO_VERSION_RE, "a Volcano release such as v1.15.1")
+    url = values.get("volcano_manifest_url")
+    if url is not None:
+        problems.check_re("volcano_manifest_url", url, VOLCANO_URL_RE,
+                          "an https:// or file:/// URL of the release manifest installer/volcano-development.yaml")
+    checksum = values.get("volcano_manifest_sha256") or ""
+    if checksum:
+        problems.check_re("volcano_manifest_sha256", checksum, SHA256_RE,
+                          "empty (the checksum shipped for volcano_version) or a sha256 of 64 lowercase hex digits")
+    elif version_ok and version not in VOLCANO_MANIFEST_SHA256:
+        shown = url if isinstance(url, str) else "<volcano_manifest_url>"
+        problems.add(
+            "volcano_manifest_sha256", checksum,
+            f"the sha256 of the Volcano {version} manifest {shown}: this collection ships no checksum for {version} "
+            f"(only for {', '.join(sorted(VOLCANO_MANIFEST_SHA256))}) and never trusts a download on first use; "
+            f"check the file, then compute it with: curl -fsSL {shown} | sha256sum",
+        )
+    queues = values.get("volcano_queues") or []
+    names = []
+    for index, queue in enumerate(queues if isinstance(queues, list) else []):
+        if not isinstance(queue, dict):
+            continue  # the argument spec said so
+        base = f"volcano_queues[{index}]"
+        name = queue.get("name")
+        if problems.check_re(f"{base}.name", name, QUEUE_NAME_RE, "a queue name (DNS label: 1-63 lowercase letters, digits and '-')"):
+            if name in VOLCANO_OWN_QUEUES:
+                problems.add(f"{base}.name", name, "a queue other than default and root, which Volcano makes and keeps itself "
+                                                   "(a job may use them without this role)")
+            elif name in names:
+                problems.add(f"{base}.name", name, "each queue name once")
+            names.append(name)
+        if queue.get("weight") is not None:
+            problems.check_int(f"{base}.weight", queue["weight"], *QUEUE_WEIGHT_RANGE)
+        capability = queue.get("capability") or {}
+        if isinstance(capability, dict):
+            for resource, quantity in capability.items():
+                if not isinstance(resource, str) or not RESOURCE_NAME_RE.match(resource):
+                    problems.add(f"{base}.capability", resource, "resource names such as cpu, memory or aws.amazon.com/neuron")
+                elif isinstance(quantity, bool) or not isinstance(quantity, (str, int)) or not QUANTITY_RE.match(str(quantity)):
+                    problems.add(f"{base}.capability.{resource}", quantity, "a Kubernetes quantity such as 16, 500m or 512Gi")
+    for name, low, high in (("volcano_wait_timeout", 10, 3600), ("volcano_queue_wait_timeout", 5, 3600)):
+        if name in values:
+            problems.check_int(name, values[name], low, high)
+    return problems
+
+
 def _no_rules(values):
     return []
 
@@ -498,6 +566,7 @@ ROLE_RULES = {
     "neuron_device_plugin": neuron_device_plugin_problems,
     "efa_device_plugin": efa_device_plugin_problems,
     "neuron_monitor": neuron_monitor_problems,
+    "volcano": volcano_problems,
 }
 
 

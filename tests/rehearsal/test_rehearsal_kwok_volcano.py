@@ -23,6 +23,9 @@ NEURON = "aws.amazon.com/neuron"
 NEURONCORE = "aws.amazon.com/neuroncore"
 EFA = "vpc.amazonaws.com/efa"
 INSTANCE_TYPE = "trn1.32xlarge"
+# The rehearsal makes no queue (the trainium.eks.volcano role makes the job's):
+# these tests use one of their own.
+QUEUE = "rehearsal-kwok"
 
 
 # They change the shared cluster's nodes and use all their Neuron devices: one
@@ -40,7 +43,7 @@ def volcano_job(name, replicas, min_available, neuron=None, annotations=None):
         "metadata": {"name": name, "namespace": NAMESPACE},
         "spec": {
             "schedulerName": "volcano",
-            "queue": "test",
+            "queue": QUEUE,
             "minAvailable": min_available,
             "tasks": [{
                 "name": "worker",
@@ -58,8 +61,25 @@ def volcano_job(name, replicas, min_available, neuron=None, annotations=None):
     }
 
 
+@pytest.fixture(scope="module")
+def queue(kube, wait_until):
+    """A Volcano queue of these tests, Open (the controller manager took it up); deleted afterwards."""
+    kube.apply({
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": QUEUE},
+        "spec": {"weight": 1, "reclaimable": True},
+    })
+    wait_until(
+        lambda: (kube.json("get", "queues.scheduling.volcano.sh", QUEUE).get("status") or {}).get("state") == "Open",
+        timeout=60, what=f"queue {QUEUE} to be Open",
+    )
+    yield QUEUE
+    kube.kubectl("delete", "queues.scheduling.volcano.sh", QUEUE, "--ignore-not-found", "--wait=true", "--timeout=60s", check=False)
+
+
 @pytest.fixture()
-def jobs(kube, wait_until):
+def jobs(kube, wait_until, queue):  # pylint: disable=unused-argument
     """Create Volcano Jobs; every one is deleted (with its pods) after the test."""
     created = []
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Volcano: vc-controller-manager (Jobs -> pods + PodGroups, queues) and
+# Volcano: vc-controller-manager (Jobs -> pods + PodGroups, queue states) and
 # vc-scheduler (gang scheduling), built from volcano.sh/volcano (wrapper module
 # tools/rehearsal/go/volcano), with the CRDs from the same module version.
 # No admission webhook: Jobs set queue, schedulerName, minAvailable and task
@@ -10,7 +10,6 @@
 VOLCANO_VERSION=v1.10.0
 VOLCANO_SCHED_HEALTH_PORT="${TRAINIUM_VOLCANO_SCHED_HEALTH_PORT:-11251}"
 VOLCANO_CM_HEALTH_PORT="${TRAINIUM_VOLCANO_CM_HEALTH_PORT:-11252}"
-VOLCANO_INVENTORY="${TRAINIUM_REHEARSAL_INVENTORY:-$ROOT/inventories/local}"
 
 vc_scheduler_healthy() { http_ok "http://$HOST:$VOLCANO_SCHED_HEALTH_PORT/healthz"; }
 vc_cm_healthy() { http_ok "http://$HOST:$VOLCANO_CM_HEALTH_PORT/healthz"; }
@@ -33,10 +32,11 @@ volcano_module_dir() {
     sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$/\1/p'
 }
 
-# The Volcano CRDs (server-side apply: unchanged CRDs stay untouched), then
-# the job queue the inventory names (trainium_job.queue).
+# The Volcano CRDs (server-side apply: unchanged CRDs stay untouched). The job
+# queues are not made here: the trainium.eks.volcano role makes them
+# (inventories/local adopts this Volcano), and tests make their own.
 volcano_apply() {
-  local dir queue crd
+  local dir crd
   dir="$(volcano_module_dir)"
   if [[ -z "$dir" || ! -d "$dir/config/crd/volcano/bases" ]]; then
     say "cannot find volcano.sh/volcano@$VOLCANO_VERSION in the Go module cache"
@@ -47,23 +47,7 @@ volcano_apply() {
     commands.bus.volcano.sh jobflows.flow.volcano.sh jobtemplates.flow.volcano.sh; do
     volcano_kubectl wait --for=condition=Established --timeout=60s "crd/$crd" >/dev/null
   done
-  queue="$("$VENV/bin/python" - "$VOLCANO_INVENTORY/group_vars/all/deployment.yml" <<'PY'
-import sys
-import yaml
-with open(sys.argv[1]) as handle:
-    print((yaml.safe_load(handle).get("trainium_job") or {}).get("queue") or "default")
-PY
-)"
-  volcano_quiet_apply -f - <<QUEUE
-apiVersion: scheduling.volcano.sh/v1beta1
-kind: Queue
-metadata:
-  name: $queue
-spec:
-  weight: 1
-  reclaimable: true
-QUEUE
-  say "volcano CRDs applied; queue $queue"
+  say "volcano CRDs applied"
 }
 
 svc_volcano_up() {
@@ -102,7 +86,15 @@ svc_volcano_status() {
   pid_alive vc-controller-manager && vc_cm_healthy && pid_alive vc-scheduler && vc_scheduler_healthy
 }
 
-# Nothing to export: Jobs name schedulerName volcano and their queue.
-svc_volcano_env() { :; }
+# Jobs name schedulerName volcano and their queue themselves. The release
+# manifest of the same module version, for the volcano role's adopt mode
+# (inventories/local/group_vars/all/volcano.yml); its sha256 ships with the role.
+svc_volcano_env() {
+  local dir
+  dir="$(volcano_module_dir)"
+  if [[ -n "$dir" && -f "$dir/installer/volcano-development.yaml" ]]; then
+    echo "export TRAINIUM_VOLCANO_MANIFEST_URL=\"file://$dir/installer/volcano-development.yaml\""
+  fi
+}
 
 svc_volcano_ports() { echo "$VOLCANO_SCHED_HEALTH_PORT $VOLCANO_CM_HEALTH_PORT"; }
