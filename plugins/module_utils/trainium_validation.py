@@ -391,6 +391,34 @@ def fsx_lustre_problems(values):
     return problems
 
 
+# The platform stage (Kubernetes objects).
+DNS_LABEL_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+QUANTITY_RE = re.compile(r"^[1-9][0-9]{0,5}(Ki|Mi|Gi)$")
+ETCD_35_IMAGE_RE = re.compile(r"^[a-z0-9.-]+(:[0-9]+)?/[a-z0-9._/-]+:v3[.]5[.][0-9]+(@sha256:[0-9a-f]{64})?$")
+WAIT_TIMEOUT_RANGE = (10, 3600)
+
+
+def _check_namespace(problems, name, value):
+    if value is not None:
+        problems.check_re(name, value, DNS_LABEL_RE, "a Kubernetes namespace name (DNS label: lowercase letters, digits and '-', at most 63)")
+
+
+def etcd_problems(values):
+    """The etcd role: a 3.5 image (the last line with the v2 API), namespace, emptyDir size, resources, timeout."""
+    problems = Problems()
+    problems.check_re("etcd_image", values.get("etcd_image"), ETCD_35_IMAGE_RE,
+                      "an etcd 3.5 image pinned to its tag, such as quay.io/coreos/etcd:v3.5.34 (3.6 has no v2 API, "
+                      "which TorchElastic's etcd backends need)")
+    _check_namespace(problems, "etcd_namespace", values.get("etcd_namespace"))
+    problems.check_re("etcd_data_size_limit", values.get("etcd_data_size_limit"), QUANTITY_RE,
+                      "a size in Ki, Mi or Gi such as 1Gi")
+    resources = values.get("etcd_resources")
+    if isinstance(resources, dict) and not set(resources) <= {"requests", "limits"}:
+        problems.add("etcd_resources", resources, "a mapping with requests and/or limits")
+    problems.check_int("etcd_wait_timeout", values.get("etcd_wait_timeout"), *WAIT_TIMEOUT_RANGE)
+    return problems
+
+
 def _no_rules(values):
     return []
 
@@ -405,6 +433,7 @@ ROLE_RULES = {
     "trn_nodegroup": _no_rules,
     "ecr": ecr_problems,
     "fsx_lustre": fsx_lustre_problems,
+    "etcd": etcd_problems,
 }
 
 
