@@ -548,6 +548,107 @@ def volcano_problems(values):
     return problems
 
 
+# The platform stage (Kubernetes objects).
+SIZE_QUANTITY_RE = re.compile(r"^[1-9][0-9]{0,5}(Ki|Mi|Gi)$")
+# registry/name:tag (not latest), optionally @sha256:digest.
+TAGGED_IMAGE_RE = re.compile(r"^[a-z0-9.-]+(:[0-9]+)?/[a-z0-9._/-]+:(?!latest(@|$))[A-Za-z0-9_][A-Za-z0-9._-]{0,127}(@sha256:[0-9a-f]{64})?$")
+ETCD_35_IMAGE_RE = re.compile(r"^[a-z0-9.-]+(:[0-9]+)?/[a-z0-9._/-]+:v3[.]5[.][0-9]+(@sha256:[0-9a-f]{64})?$")
+FILE_SYSTEM_ID_RE = re.compile(r"^fs-[0-9a-f]{8,17}$")
+HOSTNAME_RE = re.compile(r"^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?[.])+[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+LUSTRE_MOUNT_NAME_RE = re.compile(r"^[A-Za-z0-9_]{1,8}$")
+OIDC_PROVIDER_ARN_RE = re.compile(r"^arn:aws[a-z-]*:iam::[0-9]{12}:oidc-provider/.+$")
+S3_BUCKET_URL_RE = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[^\s]*)?$")
+STORAGE_WAIT_TIMEOUT_RANGE = (10, 3600)
+
+
+def _check_namespace(problems, name, value):
+    if value is not None:
+        problems.check_re(name, value, DNS_LABEL_RE, "a Kubernetes namespace name (DNS label: lowercase letters, digits and '-', at most 63)")
+
+
+def etcd_problems(values):
+    """The etcd role: a 3.5 image (the last line with the v2 API), namespace, emptyDir size, resources, timeout."""
+    problems = Problems()
+    problems.check_re("etcd_image", values.get("etcd_image"), ETCD_35_IMAGE_RE,
+                      "an etcd 3.5 image pinned to its tag, such as quay.io/coreos/etcd:v3.5.34 (3.6 has no v2 API, "
+                      "which TorchElastic's etcd backends need)")
+    _check_namespace(problems, "etcd_namespace", values.get("etcd_namespace"))
+    problems.check_re("etcd_data_size_limit", values.get("etcd_data_size_limit"), SIZE_QUANTITY_RE,
+                      "a size in Ki, Mi or Gi such as 1Gi")
+    resources = values.get("etcd_resources")
+    if isinstance(resources, dict) and not set(resources) <= {"requests", "limits"}:
+        problems.add("etcd_resources", resources, "a mapping with requests and/or limits")
+    problems.check_int("etcd_wait_timeout", values.get("etcd_wait_timeout"), *STORAGE_WAIT_TIMEOUT_RANGE)
+    return problems
+
+
+FSX_CSI_IMAGES = ("fsx_csi_driver_image", "fsx_csi_provisioner_image", "fsx_csi_resizer_image",
+                  "fsx_csi_node_driver_registrar_image", "fsx_csi_livenessprobe_image")
+
+
+def fsx_csi_problems(values):
+    """The fsx_csi role: pinned images, namespaces, and the file system (static) or StorageClass inputs (dynamic).
+
+    Values still unknown here (null: the facts of fsx_lustre and eks_cluster
+    come later in the run) are left to the role's upstream-inputs check.
+    """
+    problems = Problems()
+    for name in FSX_CSI_IMAGES:
+        problems.check_re(name, values.get(name), TAGGED_IMAGE_RE, "an image pinned to a version tag (registry/name:tag, not latest)")
+    _check_namespace(problems, "fsx_csi_namespace", values.get("fsx_csi_namespace"))
+    _check_namespace(problems, "fsx_csi_claim_namespace", values.get("fsx_csi_claim_namespace"))
+    problems.check_int("fsx_csi_controller_replicas", values.get("fsx_csi_controller_replicas"), 1, 5)
+    problems.check_int("fsx_csi_wait_timeout", values.get("fsx_csi_wait_timeout"), *STORAGE_WAIT_TIMEOUT_RANGE)
+    if not values.get("fsx_csi_node_instance_types"):
+        problems.add("fsx_csi_node_instance_types", values.get("fsx_csi_node_instance_types"),
+                     "at least one instance type (the nodes whose pods mount the claim)")
+    if values.get("fsx_csi_state", "present") != "present":
+        return problems
+    if values.get("fsx_csi_dynamic_provisioning"):
+        _fsx_csi_dynamic_problems(problems, values)
+        return problems
+    file_system = values.get("fsx_csi_file_system") or {}
+    if not isinstance(file_system, dict):
+        return problems  # the argument spec said so already
+    checks = (("id", FILE_SYSTEM_ID_RE, "a file system ID (fs- and 8 to 17 hex digits)"),
+              ("dns_name", HOSTNAME_RE, "the DNS name of the file system (fs-....fsx.<region>.amazonaws.com)"),
+              ("mount_name", LUSTRE_MOUNT_NAME_RE, "the Lustre mount name of the file system (up to 8 letters, digits or _)"))
+    for key, regex, allowed in checks:
+        if file_system.get(key) is not None:
+            problems.check_re(f"fsx_csi_file_system.{key}", file_system[key], regex, allowed)
+    capacity = file_system.get("storage_capacity_gib")
+    if capacity is not None and not (is_int(capacity) and capacity >= fsx.SMALLEST_CAPACITY):
+        problems.add("fsx_csi_file_system.storage_capacity_gib", capacity, f"the capacity of the file system in GiB ({fsx.CAPACITY_RULE})")
+    return problems
+
+
+def _fsx_csi_dynamic_problems(problems, values):
+    subnet = values.get("fsx_csi_subnet_id")
+    if subnet:
+        problems.check_re("fsx_csi_subnet_id", subnet, SUBNET_ID_RE, "a subnet ID (subnet-...)")
+    for index, group in enumerate(values.get("fsx_csi_security_group_ids") or []):
+        problems.check_re(f"fsx_csi_security_group_ids[{index}]", group, SECURITY_GROUP_ID_RE, "a security group ID (sg-...)")
+    dtype = values.get("fsx_csi_deployment_type")
+    if dtype in fsx.DEPLOYMENT_TYPES:
+        throughput = values.get("fsx_csi_per_unit_storage_throughput")
+        allowed = fsx.THROUGHPUTS[dtype]
+        if allowed and throughput not in allowed:
+            problems.add("fsx_csi_per_unit_storage_throughput", throughput, f"one of {', '.join(map(str, allowed))} (MB/s per TiB) for {dtype}")
+        if not allowed and throughput is not None:
+            problems.add("fsx_csi_per_unit_storage_throughput", throughput, f"unset (null) for {dtype}")
+    capacity = values.get("fsx_csi_dynamic_capacity_gib")
+    if capacity is not None and (not is_int(capacity) or capacity < fsx.SMALLEST_CAPACITY
+                                 or (capacity != fsx.SMALLEST_CAPACITY and capacity % fsx.CAPACITY_STEP)):
+        problems.add("fsx_csi_dynamic_capacity_gib", capacity, fsx.CAPACITY_RULE)
+    path = values.get("fsx_csi_data_repository_path")
+    if path:
+        problems.check_re("fsx_csi_data_repository_path", path, S3_BUCKET_URL_RE, "empty or an S3 URL such as s3://bucket/prefix")
+    provider = values.get("fsx_csi_oidc_provider_arn")
+    if provider:
+        problems.check_re("fsx_csi_oidc_provider_arn", provider, OIDC_PROVIDER_ARN_RE,
+                          "the ARN of the cluster's IAM OIDC provider (arn:aws:iam::<account>:oidc-provider/...)")
+
+
 def _no_rules(values):
     return []
 
@@ -567,6 +668,8 @@ ROLE_RULES = {
     "efa_device_plugin": efa_device_plugin_problems,
     "neuron_monitor": neuron_monitor_problems,
     "volcano": volcano_problems,
+    "etcd": etcd_problems,
+    "fsx_csi": fsx_csi_problems,
 }
 
 
