@@ -82,6 +82,10 @@ def assert_account_holds_the_deployment(aws):
     assert cluster["status"] == "ACTIVE"
     assert set(cluster["resourcesVpcConfig"]["subnetIds"]) <= {s["SubnetId"] for s in subnets}
 
+    # NetworkPolicies are enforced: the VPC CNI's network policy agent is on (eks_cluster_network_policy).
+    cni = eks.describe_addon(clusterName=CLUSTER, addonName="vpc-cni")["addon"]
+    assert json.loads(cni["configurationValues"]) == {"enableNetworkPolicy": "true"}
+
     # The Trainium node group and the system node group (trainium_system_node_pool's defaults).
     assert sorted(eks.list_nodegroups(clusterName=CLUSTER)["nodegroups"]) == [f"{CLUSTER}-system", f"{CLUSTER}-trn1"]
     system = eks.describe_nodegroup(clusterName=CLUSTER, nodegroupName=f"{CLUSTER}-system")["nodegroup"]

@@ -43,10 +43,15 @@ svc_kwok_up() {
   local stages=() config_args=() sum
   mapfile -t stages < <(kwok_stage_files)
   for file in "${stages[@]}"; do config_args+=(--config="$file"); done
-  # kwok reads its stages once: restart it when they changed.
-  sum="$(cat "${stages[@]}" | sha256sum | cut -d' ' -f1)"
+  # Node leases renewed every 10 s of a 40 s lease: the heartbeat-with-lease
+  # stage refreshes the node's status only every 10 minutes and counts on the
+  # lease in between; without it the node lifecycle controller saw every node
+  # go silent for a moment each 10 minutes and marked its pods NotReady.
+  local flags=(--node-lease-duration-seconds=40)
+  # kwok reads its stages and flags once: restart it when they changed.
+  sum="$( (cat "${stages[@]}"; printf '%s\n' "${flags[@]}") | sha256sum | cut -d' ' -f1)"
   if pid_alive kwok && [[ "$(cat "$RUN/kwok.stages" 2>/dev/null)" != "$sum" ]]; then
-    say "kwok stages changed; restarting kwok"
+    say "kwok stages or flags changed; restarting kwok"
     stop_service kwok
   fi
   echo "$sum" >"$RUN/kwok.stages"
@@ -58,7 +63,8 @@ svc_kwok_up() {
     --manage-nodes-with-label-selector=type=kwok \
     --server-address="$HOST:$KWOK_PORT" \
     --cidr=10.244.0.0/16 \
-    --node-ip=10.0.0.1
+    --node-ip=10.0.0.1 \
+    "${flags[@]}"
   kwok_nodes
 }
 
