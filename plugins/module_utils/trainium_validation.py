@@ -412,7 +412,7 @@ def image_is_pinned(image):
     """Whether ``image`` is a full reference with a tag or a digest, and the tag is not ``latest``."""
     if not isinstance(image, str) or not PINNED_IMAGE_RE.match(image):
         return False
-    name, _, digest = image.partition("@")
+    name, digest = (image.split("@", 1) + [""])[:2]
     last = name.rsplit("/", 1)[-1]
     tag = last.partition(":")[2]
     return bool(digest or tag) and tag != "latest"

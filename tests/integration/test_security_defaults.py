@@ -196,6 +196,8 @@ def test_rehearsal_env_file_is_private(shared_rehearsal, tmp_path):
     ("eks_cluster", "eks_cluster_admin_principal_arns", []),
     ("fsx_lustre", "fsx_lustre_automatic_backup_retention_days", 7),
     ("fsx_lustre", "fsx_lustre_final_backup", True),
+    ("eks_cluster", "eks_cluster_network_policy", True),
+    ("system_nodegroup", "system_nodegroup_metadata_hop_limit", 1),
 ])
 def test_role_defaults_and_argument_specs_agree(role, variable, default):
     """The defaults docs/security.md states, in both places a role writes them."""

@@ -55,7 +55,7 @@ def test_facts_not_known_yet_are_left_to_the_role():
     """At the start of a run fsx_lustre_facts and eks_cluster_facts do not exist: null values pass here."""
     unknown = {key: None for key in FILE_SYSTEM}
     assert problems(fsx_csi_file_system=unknown) == []
-    assert problems(**dict(DYNAMIC, fsx_csi_subnet_id="", fsx_csi_security_group_ids=[], fsx_csi_oidc_provider_arn="")) == []
+    assert problems(**{**DYNAMIC, "fsx_csi_subnet_id": "", "fsx_csi_security_group_ids": [], "fsx_csi_oidc_provider_arn": ""}) == []
 
 
 @pytest.mark.parametrize("name", ["fsx_csi_driver_image", "fsx_csi_provisioner_image", "fsx_csi_resizer_image",
