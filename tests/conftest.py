@@ -111,6 +111,21 @@ def _one_test_of_a_group_at_a_time(request, tmp_path_factory):
         yield
 
 
+@pytest.fixture()
+def group_lock(tmp_path_factory):
+    """``with group_lock("shared_kube"):`` - hold another group's inter-worker lock for a part of a test.
+
+    For a test of one group that, for a moment, changes what another group's
+    tests share (a shared_stack test that takes a fake node's devices away).
+    """
+    def hold(group):
+        if not _xdist_worker():
+            return contextlib.nullcontext()
+        return _lock(tmp_path_factory.getbasetemp().parent / f"group-{group}.lock")
+
+    return hold
+
+
 def _read_env_file(path, base=None):
     """The whole environment as bash sees it after sourcing env.sh (PATH expanded, unset honoured)."""
     dump = subprocess.run(

@@ -57,7 +57,9 @@ STAGES = ("preflight", "infrastructure", "teardown")
 # trainium-eks-<stage>.json, or trainium-eks-<stage>-<part>.json when a stage needs more than one managed policy.
 POLICY_FILE_RE = re.compile(r"^trainium-eks-(?P<stage>[a-z]+)(?:-(?P<part>[a-z]+))?\.json$")
 # The first word of a play's name says its stage; the other plays (Validate, Summary) call no AWS API.
-PLAY_STAGES = {"Preflight": "preflight", "Infrastructure": "infrastructure", "Teardown": "teardown"}
+# The platform stage's only AWS calls read the file system of the infrastructure
+# stage (platform.yml run alone): it runs under the infrastructure policies.
+PLAY_STAGES = {"Preflight": "preflight", "Infrastructure": "infrastructure", "Platform": "infrastructure", "Teardown": "teardown"}
 PLACEHOLDERS = ("ACCOUNT_ID", "REGION", "CLUSTER_NAME", "REPOSITORY_NAME")
 # IAM's limit for a customer managed policy, whitespace not counted ...
 MANAGED_POLICY_MAX_CHARS = 6144

@@ -1,11 +1,15 @@
 # -*- coding: utf-8 -*-
 # Copyright: Contributors to the trainium.eks project
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""playbooks/infrastructure.yml and playbooks/teardown.yml end to end.
+"""site.yml (infrastructure and platform stages), playbooks/infrastructure.yml and playbooks/teardown.yml end to end.
 
 The local inventory against the rehearsal: moto for AWS, the real
-kube-apiserver behind the EKS endpoint. Every assertion reads what exists in
-the account (or the cluster), never the playbook's own report.
+kube-apiserver behind the EKS endpoint (the platform roles apply their
+objects there; kwok makes the pods on its fake nodes Ready, and nothing
+connects to a pod, node or Service address). Every assertion reads what
+exists in the account (or the cluster, as its admin), never the playbook's
+own report. The full build is made once, by the first test, and serves the
+infrastructure and the platform checks alike.
 
 The tests that build or tear down also record every AWS request of their
 runs and check it against the operator's IAM policy of its stage
@@ -33,8 +37,68 @@ _IAM_SPEC.loader.exec_module(iam_policy)
 INFRASTRUCTURE = "playbooks/infrastructure.yml"
 TEARDOWN = "playbooks/teardown.yml"
 SITE = "site.yml"
+PLATFORM = "playbooks/platform.yml"
+TRN_NODES = ["trn1-0", "trn1-1"]
+SYSTEM_NODES = {"system-0", "system-1"}
+MANAGED = "app.kubernetes.io/managed-by=trainium.eks"
+UNHEALTHY = "trainium.eks/neuron-unhealthy"
+DAEMONSETS = ("neuron-device-plugin", "efa-device-plugin", "neuron-monitor")
+VOLCANO_CRDS = ("jobs.batch.volcano.sh", "podgroups.scheduling.volcano.sh", "queues.scheduling.volcano.sh")
 CLUSTER = "trn-rehearsal"
 TAG = "trainium.eks/cluster"
+
+
+def ready(obj):
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in obj["status"].get("conditions", []))
+
+
+def managed_versions(kube):
+    """resourceVersion of every object the platform roles made (a dry run must change none)."""
+    kinds = "daemonsets,deployments,statefulsets,services,serviceaccounts,persistentvolumeclaims,queues.scheduling.volcano.sh"
+    listed = kube.json("get", kinds, "-A", "-l", MANAGED)["items"]
+    listed += kube.json("get", "persistentvolumes,clusterroles,clusterrolebindings,csidrivers", "-l", MANAGED)["items"]
+    return {(o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]): o["metadata"]["resourceVersion"] for o in listed}
+
+
+def assert_platform_is_up(kube, aws, local_vars):
+    job = local_vars["trainium_job"]
+    # Device plugins and neuron-monitor: Ready on the Trainium nodes, on nothing else.
+    for name in DAEMONSETS:
+        ds = kube.json("-n", "kube-system", "get", "daemonset", name)
+        status = ds["status"]
+        assert status["desiredNumberScheduled"] == 2 and status["numberReady"] == 2, (name, status)
+        pods = kube.json("-n", "kube-system", "get", "pods", "-l", f"app.kubernetes.io/name={name}")["items"]
+        assert sorted(p["spec"]["nodeName"] for p in pods) == TRN_NODES, name
+        assert all(ready(p) for p in pods), name
+
+    # Volcano: CRDs established, the job's queue open.
+    for crd in VOLCANO_CRDS:
+        conditions = kube.json("get", "crd", crd)["status"]["conditions"]
+        assert any(c["type"] == "Established" and c["status"] == "True" for c in conditions), crd
+    queue = kube.json("get", "queues.scheduling.volcano.sh", job["queue"])
+    assert queue["status"]["state"] == "Open"
+
+    # etcd: the StatefulSet Ready behind Service etcd-server:2379, on the system pool.
+    namespace = job["namespace"]
+    service = kube.json("-n", namespace, "get", "service", "etcd-server")
+    assert 2379 in [p["port"] for p in service["spec"]["ports"]]
+    statefulsets = kube.json("-n", namespace, "get", "statefulsets", "-l", MANAGED)["items"]
+    assert len(statefulsets) == 1
+    assert statefulsets[0]["status"].get("readyReplicas") == statefulsets[0]["spec"]["replicas"]
+    etcd_pods = kube.json("-n", namespace, "get", "pods", "-l", "app.kubernetes.io/name=etcd-server")["items"]
+    assert etcd_pods and {p["spec"]["nodeName"] for p in etcd_pods} <= SYSTEM_NODES
+
+    # FSx CSI: the controller on the system pool, fsx-claim Bound to the file system the infrastructure made.
+    controllers = kube.json("-n", "kube-system", "get", "pods", "-l", "app.kubernetes.io/name=fsx-csi-controller")["items"]
+    assert controllers and {p["spec"]["nodeName"] for p in controllers} <= SYSTEM_NODES
+    (fs,) = aws.client("fsx").describe_file_systems()["FileSystems"]
+    claim = kube.json("-n", namespace, "get", "pvc", "fsx-claim")
+    assert claim["status"]["phase"] == "Bound"
+    volume = kube.json("get", "pv", claim["spec"]["volumeName"])
+    csi = volume["spec"]["csi"]
+    assert csi["driver"] == "fsx.csi.aws.com" and csi["volumeHandle"] == fs["FileSystemId"]
+    assert csi["volumeAttributes"] == {"dnsname": fs["DNSName"], "mountname": fs["LustreConfiguration"]["MountName"]}
+    assert volume["spec"]["accessModes"] == ["ReadWriteMany"] and "flock" in volume["spec"]["mountOptions"]
 
 
 def tagged(tags, key=TAG):
@@ -159,14 +223,51 @@ def assert_account_holds_the_deployment(aws):
     assert len(oidc) == 1
 
 
+def check_platform_then_the_node_check(run_playbook, kube, kubeconfig, group_lock):
+    """playbooks/platform.yml again (no change), in check mode (no object changes), and its node check on a lost device."""
+    args = run_args(kubeconfig)
+    again = run_playbook(PLATFORM, args=args)
+    assert again.rc == 0, again
+    assert again.recap["changed"] == 0, again.changed_tasks
+
+    before = managed_versions(kube)
+    planned = run_playbook(PLATFORM, args=args + ["--check", "--diff"])
+    assert planned.rc == 0, planned
+    assert planned.recap["changed"] == 0, planned.changed_tasks
+    assert managed_versions(kube) == before
+
+    # One node loses its NeuronCores: the check names it and the resource; remediation cordons it alone.
+    # The Volcano and node-check tests (group shared_kube) need the nodes whole meanwhile.
+    with group_lock("shared_kube"):
+        kube.fault("node-lose-neuron", "trn1-0")
+        try:
+            lost = run_playbook(PLATFORM, args=args + ["--tags", "neuron_node_check"])
+            assert lost.rc != 0, lost
+            bad = [line for line in lost.output.splitlines() if line.strip().startswith("trn1-")]
+            assert any("trn1-0" in line and "aws.amazon.com/neuroncore" in line for line in bad), lost.output[-3000:]
+            assert not any("trn1-1" in line for line in bad), bad
+            fixed = run_playbook(PLATFORM, args=args + ["--tags", "neuron_node_check", "-e", "trainium_node_check_remediate=true"])
+            assert fixed.rc != 0, fixed  # still not healthy: cordoned, not repaired
+            nodes = {n["metadata"]["name"]: n["spec"] for n in kube.json("get", "nodes", "-l", "trainium.eks/pool=trn1")["items"]}
+            assert nodes["trn1-0"].get("unschedulable") is True
+            assert any(t["key"] == UNHEALTHY for t in nodes["trn1-0"].get("taints", []))
+            assert not nodes["trn1-1"].get("unschedulable") and not nodes["trn1-1"].get("taints")
+        finally:
+            kube.fault("node-restore", "trn1-0")
+            kube.kubectl("taint", "nodes", "trn1-0", f"{UNHEALTHY}-", check=False)
+            kube.kubectl("uncordon", "trn1-0")
+
+
 @pytest.mark.xdist_group("shared_stack")  # eks_cluster reaches the cluster with an EKS token
-def test_infrastructure_converges_then_teardown_empties_the_account(aws, aws_calls, run_playbook, kubeconfig, rehearsal, local_vars):
+def test_site_converges_platform_included_then_teardown_empties_account_and_cluster(
+        aws, aws_calls, run_playbook, kubeconfig, rehearsal, local_vars, kube, group_lock):
     baseline = aws.resources()
 
-    first = run_playbook(INFRASTRUCTURE, args=run_args(kubeconfig))
+    first = run_playbook(SITE, args=run_args(kubeconfig))
     assert first.rc == 0, first
     assert first.recap["changed"] > 0
     assert_account_holds_the_deployment(aws)
+    assert_platform_is_up(kube, aws, local_vars)
 
     # The kubeconfig the collection wrote authenticates with its own EKS token:
     # kubectl has no AWS CLI to call, and the API server asks the token webhook.
@@ -176,6 +277,8 @@ def test_infrastructure_converges_then_teardown_empties_the_account(aws, aws_cal
     listed = subprocess.run(["kubectl", "get", "namespace", "kube-system", "-o", "name"], env=env, capture_output=True, text=True, check=False)
     assert listed.returncode == 0, listed.stderr
     assert listed.stdout.strip() == "namespace/kube-system"
+
+    check_platform_then_the_node_check(run_playbook, kube, kubeconfig, group_lock)
 
     second = run_playbook(INFRASTRUCTURE, args=run_args(kubeconfig))
     assert second.rc == 0, second
@@ -192,6 +295,7 @@ def test_infrastructure_converges_then_teardown_empties_the_account(aws, aws_cal
     down = run_playbook(TEARDOWN, args=run_args(kubeconfig))
     assert down.rc == 0, down
     assert aws.resources() == baseline
+    assert managed_versions(kube) == {}  # the platform's objects went first
     # Every wait prints progress lines, never Ansible's retry lines (issue 9).
     assert not [run for run in (first, second, park, down) if "RETRYING" in run.output], "a wait printed FAILED - RETRYING lines"
 
