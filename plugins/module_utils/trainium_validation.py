@@ -351,6 +351,29 @@ def trn_launch_template_problems(values):
     return problems
 
 
+def _fsx_capacity_ok(capacity):
+    """FSx for Lustre's capacity rule: 1200 GiB, or a multiple of the step above it."""
+    return is_int(capacity) and capacity >= fsx.SMALLEST_CAPACITY and (capacity == fsx.SMALLEST_CAPACITY or not capacity % fsx.CAPACITY_STEP)
+
+
+def _fsx_throughput_problems(problems, name, dtype, throughput):
+    """The per-unit throughput a deployment type allows (none for scratch)."""
+    allowed = fsx.THROUGHPUTS[dtype]
+    if allowed and throughput not in allowed:
+        problems.add(name, throughput, f"one of {', '.join(map(str, allowed))} (MB/s per TiB) for {dtype}")
+    if not allowed and throughput is not None:
+        problems.add(name, throughput, f"unset (null) for {dtype}")
+
+
+def _fsx_network_problems(problems, prefix, values):
+    """``<prefix>_subnet_id`` and ``<prefix>_security_group_ids``, when given."""
+    subnet = values.get(f"{prefix}_subnet_id")
+    if subnet:
+        problems.check_re(f"{prefix}_subnet_id", subnet, SUBNET_ID_RE, "a subnet ID (subnet-...)")
+    for index, group in enumerate(values.get(f"{prefix}_security_group_ids") or []):
+        problems.check_re(f"{prefix}_security_group_ids[{index}]", group, SECURITY_GROUP_ID_RE, "a security group ID (sg-...)")
+
+
 def fsx_lustre_problems(values):
     """The fsx_lustre role: FSx for Lustre capacity, throughput and version rules per deployment type."""
     problems = Problems()
@@ -360,14 +383,9 @@ def fsx_lustre_problems(values):
     if dtype not in fsx.DEPLOYMENT_TYPES:
         return problems  # the argument spec's choices said so already
     capacity = values.get("fsx_lustre_storage_capacity_gib")
-    if not is_int(capacity) or capacity < fsx.SMALLEST_CAPACITY or (capacity != fsx.SMALLEST_CAPACITY and capacity % fsx.CAPACITY_STEP):
+    if not _fsx_capacity_ok(capacity):
         problems.add("fsx_lustre_storage_capacity_gib", capacity, fsx.CAPACITY_RULE)
-    throughput = values.get("fsx_lustre_per_unit_storage_throughput")
-    allowed = fsx.THROUGHPUTS[dtype]
-    if allowed and throughput not in allowed:
-        problems.add("fsx_lustre_per_unit_storage_throughput", throughput, f"one of {', '.join(map(str, allowed))} (MB/s per TiB) for {dtype}")
-    if not allowed and throughput is not None:
-        problems.add("fsx_lustre_per_unit_storage_throughput", throughput, f"unset (null) for {dtype}")
+    _fsx_throughput_problems(problems, "fsx_lustre_per_unit_storage_throughput", dtype, values.get("fsx_lustre_per_unit_storage_throughput"))
     version = values.get("fsx_lustre_file_system_type_version")
     if version not in fsx.LUSTRE_VERSIONS[dtype]:
         problems.add("fsx_lustre_file_system_type_version", version, f"one of {', '.join(fsx.LUSTRE_VERSIONS[dtype])} for {dtype}")
@@ -379,11 +397,7 @@ def fsx_lustre_problems(values):
     backup_window = values.get("fsx_lustre_daily_automatic_backup_start_time")
     if backup_window and not DAILY_TIME_RE.match(str(backup_window)):
         problems.add("fsx_lustre_daily_automatic_backup_start_time", backup_window, "empty (AWS chooses) or HH:MM in UTC, for example 05:00")
-    subnet = values.get("fsx_lustre_subnet_id")
-    if subnet:
-        problems.check_re("fsx_lustre_subnet_id", subnet, SUBNET_ID_RE, "a subnet ID (subnet-...)")
-    for index, group in enumerate(values.get("fsx_lustre_security_group_ids") or []):
-        problems.check_re(f"fsx_lustre_security_group_ids[{index}]", group, SECURITY_GROUP_ID_RE, "a security group ID (sg-...)")
+    _fsx_network_problems(problems, "fsx_lustre", values)
     restore = values.get("fsx_lustre_restore_backup")
     if restore and restore != fsx.LATEST_BACKUP:
         problems.check_re("fsx_lustre_restore_backup", restore, fsx.BACKUP_ID_RE,
@@ -623,22 +637,12 @@ def fsx_csi_problems(values):
 
 
 def _fsx_csi_dynamic_problems(problems, values):
-    subnet = values.get("fsx_csi_subnet_id")
-    if subnet:
-        problems.check_re("fsx_csi_subnet_id", subnet, SUBNET_ID_RE, "a subnet ID (subnet-...)")
-    for index, group in enumerate(values.get("fsx_csi_security_group_ids") or []):
-        problems.check_re(f"fsx_csi_security_group_ids[{index}]", group, SECURITY_GROUP_ID_RE, "a security group ID (sg-...)")
+    _fsx_network_problems(problems, "fsx_csi", values)
     dtype = values.get("fsx_csi_deployment_type")
     if dtype in fsx.DEPLOYMENT_TYPES:
-        throughput = values.get("fsx_csi_per_unit_storage_throughput")
-        allowed = fsx.THROUGHPUTS[dtype]
-        if allowed and throughput not in allowed:
-            problems.add("fsx_csi_per_unit_storage_throughput", throughput, f"one of {', '.join(map(str, allowed))} (MB/s per TiB) for {dtype}")
-        if not allowed and throughput is not None:
-            problems.add("fsx_csi_per_unit_storage_throughput", throughput, f"unset (null) for {dtype}")
+        _fsx_throughput_problems(problems, "fsx_csi_per_unit_storage_throughput", dtype, values.get("fsx_csi_per_unit_storage_throughput"))
     capacity = values.get("fsx_csi_dynamic_capacity_gib")
-    if capacity is not None and (not is_int(capacity) or capacity < fsx.SMALLEST_CAPACITY
-                                 or (capacity != fsx.SMALLEST_CAPACITY and capacity % fsx.CAPACITY_STEP)):
+    if capacity is not None and not _fsx_capacity_ok(capacity):
         problems.add("fsx_csi_dynamic_capacity_gib", capacity, fsx.CAPACITY_RULE)
     path = values.get("fsx_csi_data_repository_path")
     if path:
