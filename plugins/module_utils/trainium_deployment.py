@@ -54,6 +54,8 @@ FSX_DEPLOYMENT_TYPES = ("SCRATCH_2", "PERSISTENT_1", "PERSISTENT_2")
 FSX_THROUGHPUT = {"PERSISTENT_1": (50, 100, 200), "PERSISTENT_2": (125, 250, 500, 1000), "SCRATCH_2": ()}
 PRECISIONS = ("bf16", "fp32")
 RDZV_BACKENDS = ("etcd", "etcd-v2", "c10d")
+MODEL_CONFIGS = ("tiny", "base", "large")
+JOB_WAIT_FOR = ("completed", "running")
 SEQUENCE_LENGTHS = (128, 512)
 MAX_POOLS = 10
 MAX_NODES_PER_POOL = 100
@@ -204,6 +206,32 @@ def _validate_job(errors, job, pool_names):
         errors.check_int("trainium_job.steps_this_run", job["steps_this_run"], 1, 10_000_000)
     errors.check_choice("trainium_job.precision", job.get("precision", "bf16"), PRECISIONS)
     errors.check_choice("trainium_job.rdzv_backend", job.get("rdzv_backend", "etcd"), RDZV_BACKENDS)
+    _validate_job_run(errors, job)
+
+
+def _validate_job_run(errors, job):
+    """The run-length, schedule and compile-cache keys of ``trainium_job`` (all optional: the spec has defaults)."""
+    if "model_config" in job:
+        errors.check_choice("trainium_job.model_config", job["model_config"], MODEL_CONFIGS)
+    max_steps = job.get("max_steps", 28125)
+    max_ok = errors.check_int("trainium_job.max_steps", max_steps, 1, 10_000_000)
+    if "warmup_steps" in job and errors.check_int("trainium_job.warmup_steps", job["warmup_steps"], 0, 10_000_000):
+        if max_ok and job["warmup_steps"] > max_steps:
+            errors.add("trainium_job.warmup_steps", job["warmup_steps"], f"at most trainium_job.max_steps ({max_steps})")
+    if "lr" in job:
+        lr = job["lr"]
+        if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not 0 < lr < 1:
+            errors.add("trainium_job.lr", lr, "a learning rate above 0 and below 1, such as 0.0004")
+    if "seed" in job:
+        errors.check_int("trainium_job.seed", job["seed"], 0, 2**31 - 1)
+    if "checkpoint_steps" in job:
+        errors.check_int("trainium_job.checkpoint_steps", job["checkpoint_steps"], 1, 10_000_000)
+    if "cacheset" in job:
+        errors.check_re("trainium_job.cacheset", job["cacheset"], DNS_LABEL_RE, "a cache set name of lowercase letters, digits and '-'")
+    if "precompile_steps" in job:
+        errors.check_int("trainium_job.precompile_steps", job["precompile_steps"], 0, 1000)
+    if "wait_for" in job:
+        errors.check_choice("trainium_job.wait_for", job["wait_for"], JOB_WAIT_FOR)
 
 
 def _validate_tags(errors, tags):

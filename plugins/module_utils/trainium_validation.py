@@ -653,6 +653,41 @@ def _fsx_csi_dynamic_problems(problems, values):
                           "the ARN of the cluster's IAM OIDC provider (arn:aws:iam::<account>:oidc-provider/...)")
 
 
+TRAINING_JOB_TIMEOUTS = {
+    "training_job_wait_timeout": (60, 2_592_000),
+    "training_job_pending_timeout": (10, 3600),
+    "training_job_report_every": (5, 30),
+    "training_job_log_lines": (1, 500),
+}
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def training_job_problems(values):
+    """The training_job role: timeouts, directories on the shared volume, the image, extra environment."""
+    problems = Problems()
+    for name, (low, high) in TRAINING_JOB_TIMEOUTS.items():
+        if name in values:
+            problems.check_int(name, values[name], low, high)
+    for name in ("training_job_data_dir", "training_job_output_dir"):
+        value = values.get(name)
+        if value and (not isinstance(value, str) or not value.startswith("/data/") or ".." in value.split("/")):
+            problems.add(name, value, "a directory under /data/ (the shared volume's mount path), or empty for the default")
+    script = values.get("training_job_script")
+    if script is not None and (not isinstance(script, str) or not script.startswith("/")):
+        problems.add("training_job_script", script, "an absolute path inside the image such as /opt/trainium-eks/train_bert.py")
+    image = values.get("training_job_image")
+    if image and not image_is_pinned(image):
+        problems.add("training_job_image", image, "an image pinned by a version tag or a digest, or empty for the image the training_image role built")
+    env = values.get("training_job_env")
+    if isinstance(env, dict):
+        for key, value in env.items():
+            if not isinstance(key, str) or not ENV_NAME_RE.match(key):
+                problems.add(f"training_job_env.{key}", key, "an environment variable name (letters, digits and '_', not starting with a digit)")
+            elif not isinstance(value, (str, int, float)) or isinstance(value, bool):
+                problems.add(f"training_job_env.{key}", value, "a string value (quote numbers and booleans)")
+    return problems
+
+
 def _no_rules(values):
     return []
 
@@ -674,6 +709,7 @@ ROLE_RULES = {
     "volcano": volcano_problems,
     "etcd": etcd_problems,
     "fsx_csi": fsx_csi_problems,
+    "training_job": training_job_problems,
 }
 
 
