@@ -653,6 +653,78 @@ def _fsx_csi_dynamic_problems(problems, values):
                           "the ARN of the cluster's IAM OIDC provider (arn:aws:iam::<account>:oidc-provider/...)")
 
 
+# The training stage: dataset staging and monitoring (issue 11).
+TRAINING_DATA_NAME_RE = re.compile(r"^(?!\.{1,2}$)[A-Za-z0-9._-]{1,100}$")
+S3_OBJECT_URL_RE = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/[^\s]+$")
+TRAINING_WAIT_TIMEOUT_RANGE = (10, 172800)
+# Smallest prefix of a source range of the internal load balancer: never 0.0.0.0/0 (nor /1 halves of it).
+LB_MIN_PREFIX = {4: 8, 6: 16}
+
+
+def _check_resources(problems, name, value):
+    if isinstance(value, dict) and not set(value) <= {"requests", "limits"}:
+        problems.add(name, value, "a mapping with requests and/or limits")
+
+
+def _check_training_image(problems, name, value):
+    # Empty: not known yet (the training_image role's facts come later in the run); the role checks it then.
+    if value not in (None, ""):
+        problems.check_re(name, value, TAGGED_IMAGE_RE,
+                          "the training image, pinned (registry/name:tag, not latest); a run passes what the "
+                          "training_image role built")
+
+
+def training_data_problems(values):
+    """The training_data role: the image, the dataset (name, source, sequence length), the Job's knobs."""
+    problems = Problems()
+    _check_training_image(problems, "training_data_image", values.get("training_data_image"))
+    _check_namespace(problems, "training_data_namespace", values.get("training_data_namespace"))
+    if "training_data_name" in values:
+        problems.check_re("training_data_name", values["training_data_name"], TRAINING_DATA_NAME_RE,
+                          "a directory name under /data (letters, digits, '.', '_', '-')")
+    source = values.get("training_data_source")
+    if source is not None and source != "synthetic" and not (isinstance(source, str) and S3_OBJECT_URL_RE.match(source)):
+        problems.add("training_data_source", source, "synthetic, or the s3:// URL of a tar of HDF5 shards")
+    if "training_data_seq_len" in values:
+        problems.check_int("training_data_seq_len", values["training_data_seq_len"], 8, 8192)
+    _check_namespace(problems, "training_data_claim", values.get("training_data_claim"))
+    problems.check_int("training_data_backoff_limit", values.get("training_data_backoff_limit", 2), 0, 10)
+    problems.check_int("training_data_active_deadline_seconds", values.get("training_data_active_deadline_seconds", 10800),
+                       60, 604800)
+    problems.check_int("training_data_wait_timeout", values.get("training_data_wait_timeout", 10800),
+                       *TRAINING_WAIT_TIMEOUT_RANGE)
+    problems.check_re("training_data_tmp_size_limit", values.get("training_data_tmp_size_limit", "2Gi"), SIZE_QUANTITY_RE,
+                      "a size in Ki, Mi or Gi such as 2Gi")
+    _check_resources(problems, "training_data_resources", values.get("training_data_resources"))
+    problems.check_int("training_data_log_lines", values.get("training_data_log_lines", 40), 1, 1000)
+    return problems
+
+
+def monitoring_problems(values):
+    """The monitoring role: the TensorBoard image, and the source ranges of the internal load balancer (never open)."""
+    problems = Problems()
+    _check_training_image(problems, "monitoring_tensorboard_image", values.get("monitoring_tensorboard_image"))
+    _check_namespace(problems, "monitoring_namespace", values.get("monitoring_namespace"))
+    _check_namespace(problems, "monitoring_claim", values.get("monitoring_claim"))
+    _check_resources(problems, "monitoring_resources", values.get("monitoring_resources"))
+    problems.check_int("monitoring_wait_timeout", values.get("monitoring_wait_timeout", 300), *STORAGE_WAIT_TIMEOUT_RANGE)
+    ranges = values.get("monitoring_lb_source_ranges", [])
+    if values.get("monitoring_tensorboard_service") == "internal-lb":
+        allowed = ("a non-empty list of CIDRs that may reach the internal load balancer (the VPC's or the VPN's, "
+                   "such as 10.0.0.0/16); at least /8 (IPv4) or /16 (IPv6): never 0.0.0.0/0")
+        if not isinstance(ranges, list) or not ranges:
+            problems.add("monitoring_lb_source_ranges", ranges, allowed)
+        else:
+            for index, cidr in enumerate(ranges):
+                try:
+                    network = ipaddress.ip_network(str(cidr), strict=True)
+                except ValueError:
+                    network = None
+                if not isinstance(cidr, str) or network is None or network.prefixlen < LB_MIN_PREFIX[network.version]:
+                    problems.add(f"monitoring_lb_source_ranges[{index}]", cidr, allowed)
+    return problems
+
+
 TRAINING_JOB_TIMEOUTS = {
     "training_job_wait_timeout": (60, 2_592_000),
     "training_job_pending_timeout": (10, 3600),
@@ -710,6 +782,8 @@ ROLE_RULES = {
     "etcd": etcd_problems,
     "fsx_csi": fsx_csi_problems,
     "training_job": training_job_problems,
+    "training_data": training_data_problems,
+    "monitoring": monitoring_problems,
 }
 
 

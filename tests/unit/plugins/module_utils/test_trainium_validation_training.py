@@ -1,0 +1,51 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the trainium.eks project
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Rules of the training_data and monitoring roles (issue 11)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.trainium.eks.plugins.module_utils import trainium_validation as validation
+
+IMAGE = "123456789012.dkr.ecr.us-west-2.amazonaws.com/bert-pretrain-neuron:0.1.0-abc123"
+
+
+def test_training_data_good_values_pass():
+    assert not validation.training_data_problems({
+        "training_data_image": IMAGE, "training_data_namespace": "training",
+        "training_data_name": "bert_pretrain_wikicorpus_tokenized_hdf5_seqlen128",
+        "training_data_source": "s3://neuron-s3/training_datasets/bert-pretrain/wikicorpus/sequence_length_128/x.tar",
+        "training_data_seq_len": 128, "training_data_claim": "fsx-claim"})
+    assert not validation.training_data_problems({"training_data_source": "synthetic"})
+
+
+@pytest.mark.parametrize("name, value", [
+    ("training_data_image", "bert:latest"), ("training_data_name", ".."),
+    ("training_data_name", "a/b"), ("training_data_source", "https://example.com/x.tar"),
+    ("training_data_source", "s3://bucket"), ("training_data_seq_len", 0), ("training_data_backoff_limit", -1),
+    ("training_data_wait_timeout", 5), ("training_data_tmp_size_limit", "2G"),
+])
+def test_training_data_refuses(name, value):
+    problems = validation.training_data_problems({name: value})
+    assert any(line.startswith(name + ":") for line in problems), problems
+
+
+@pytest.mark.parametrize("ranges", [[], ["0.0.0.0/0"], ["0.0.0.0/1", "128.0.0.0/1"], ["::/0"], ["10.0.0.1/16"], ["nope"], "10.0.0.0/16"])
+def test_internal_lb_needs_narrow_source_ranges(ranges):
+    problems = validation.monitoring_problems({"monitoring_tensorboard_service": "internal-lb",
+                                               "monitoring_lb_source_ranges": ranges})
+    assert any(line.startswith("monitoring_lb_source_ranges") for line in problems), problems
+
+
+def test_internal_lb_with_vpc_ranges_and_clusterip_without_pass():
+    assert not validation.monitoring_problems({"monitoring_tensorboard_service": "internal-lb",
+                                               "monitoring_lb_source_ranges": ["10.0.0.0/16", "fd00::/48"]})
+    assert not validation.monitoring_problems({"monitoring_tensorboard_service": "clusterip", "monitoring_lb_source_ranges": []})
+
+
+def test_roles_are_registered():
+    assert validation.ROLE_RULES["training_data"] is validation.training_data_problems
+    assert validation.ROLE_RULES["monitoring"] is validation.monitoring_problems
