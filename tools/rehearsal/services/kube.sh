@@ -141,6 +141,7 @@ svc_kube_up() {
   kube_build
   kube_pki
   kube_apiserver_extra_args
+  # shellcheck disable=SC2054 # commas inside flag values (--authorization-mode=Node,RBAC)
   local apiserver=(
     "$STATE/bin/kube-apiserver" \
     --bind-address="$HOST" --advertise-address="$HOST" --secure-port="$KUBE_API_PORT" \

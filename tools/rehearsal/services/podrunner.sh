@@ -25,9 +25,9 @@ podrunner_healthy() {
 podrunner_train_venv() {
   local script="$ROOT/tools/rehearsal/train-venv.sh" venv=""
   if [[ -x "$script" ]]; then
-    venv="$("$script" 2>>"$LOGS/train-venv.log" | tee -a "$LOGS/train-venv.log" | tail -n 1)" || venv=""
+    venv="$("$script" 2>"$LOGS/train-venv.err.log" | tee "$LOGS/train-venv.log" | tail -n 1)" || venv=""
     if [[ -z "$venv" || ! -d "$venv" ]]; then
-      say "pod runner: $script gave no virtualenv (see $LOGS/train-venv.log); using ${TRAINIUM_TRAIN_VENV:-$VENV}"
+      say "pod runner: $script gave no virtualenv (see $LOGS/train-venv*.log); using ${TRAINIUM_TRAIN_VENV:-$VENV}"
       venv=""
     fi
   fi
