@@ -129,7 +129,8 @@ def phase(kube, namespace, name):
 
 def log_of(kube, namespace, name):
     try:
-        return kube.core.read_namespaced_pod_log(name, namespace, container="main")
+        # An empty log comes back as None.
+        return kube.core.read_namespaced_pod_log(name, namespace, container="main") or ""
     except kube.kubernetes.client.ApiException as error:
         return f"<{error.status}: {error.body}>"
 
