@@ -28,7 +28,7 @@ REHEARSAL = ROOT / "tools" / "rehearsal" / "rehearsal.sh"
 KUBE_VERSION = "v1.34.4"
 API = "https://127.0.0.1:6443"
 RDZV = "http://127.0.0.1:2379"
-DAEMONS = ("etcd-kube", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd-rendezvous")
+DAEMONS = ("etcd-kube", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd-rendezvous", "kwok", "podrunner")
 
 
 # Tests that change the shared cluster (namespaces, Deployments on the fake

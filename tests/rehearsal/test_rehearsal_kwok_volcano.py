@@ -146,6 +146,10 @@ def test_kwok_nodes_match_the_node_pool(kube, rehearsal, local_vars):
         assert allocatable["memory"] in ("524288Mi", "512Gi")  # the API server canonicalizes the quantity
         ready = [c for c in node["status"].get("conditions", []) if c["type"] == "Ready"]
         assert ready and ready[0]["status"] == "True", node["status"].get("conditions")
+        # Loopback only: kube-apiserver reaches kwok's kubelet API (pod logs) at InternalIP:kubelet port.
+        assert node["status"]["addresses"] == [{"type": "InternalIP", "address": "127.0.0.1"},
+                                               {"type": "Hostname", "address": node["metadata"]["name"]}]
+        assert node["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"] == int(rehearsal["TRAINIUM_KWOK_PORT"])
 
 
 def test_kwok_system_nodes_spread_over_the_cluster_zones_without_devices(kube, local_vars):

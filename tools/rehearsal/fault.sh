@@ -3,6 +3,7 @@
 #   tools/rehearsal/fault.sh node-lose-neuron NODE   # the node reports 0 Neuron devices/cores
 #   tools/rehearsal/fault.sh node-restore NODE       # ... and its real figures again
 #   tools/rehearsal/fault.sh pod-fail NAMESPACE POD  # the pod goes to phase Failed
+#   tools/rehearsal/fault.sh kill-worker NAMESPACE POD  # SIGKILL one worker process of the pod
 #
 # node-lose-neuron writes capacity/allocatable aws.amazon.com/neuron and
 # aws.amazon.com/neuroncore = 0 through the node's status subresource, as the
@@ -12,6 +13,11 @@
 # tools/rehearsal/nodes.py, run by every `rehearsal.sh up`, keep the fault.
 # pod-fail sets the annotation rehearsal.trainium.eks/fail: "true"; the kwok
 # stage rehearsal-pod-fail (tools/rehearsal/kwok/stages/) then fails the pod.
+# kill-worker needs a pod the pod runner runs (label trainium.eks/workload): it
+# SIGKILLs one worker process under the pod's torchrun (a python child of the
+# launcher), or the pod's main process when there is no torchrun, and prints
+# what it killed; what follows (torchrun's exit, the pod's end) is the
+# ordinary course.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -24,7 +30,7 @@ NEURON=aws.amazon.com/neuron
 NEURONCORE=aws.amazon.com/neuroncore
 
 usage() {
-  sed -n '2,5p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,6p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -94,5 +100,9 @@ case "${1:-}" in
   node-lose-neuron) [[ $# -eq 2 ]] || usage; node_lose_neuron "$2" ;;
   node-restore) [[ $# -eq 2 ]] || usage; node_restore "$2" ;;
   pod-fail) [[ $# -eq 3 ]] || usage; pod_fail "$2" "$3" ;;
+  kill-worker)
+    [[ $# -eq 3 ]] || usage
+    TRAINIUM_REHEARSAL_DIR="$STATE" "${VENV:-$ROOT/.venv}/bin/python" "$ROOT/tools/rehearsal/pod_runner.py" kill-worker "$2" "$3"
+    ;;
   *) usage ;;
 esac

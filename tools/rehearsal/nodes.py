@@ -14,6 +14,11 @@ capacity/allocatable as the device plugins of a real node report them
 the collection's own code (``gather_capacity`` against the rehearsal's EC2
 endpoint, then ``place_node_pools``), so they match what the AWS side says.
 
+Every node's address is loopback: InternalIP 127.0.0.1 (and its name as
+Hostname), with kwok's port (``TRAINIUM_KWOK_PORT``, default 10247) as its
+kubelet port, so kube-apiserver (which dials InternalIP only) reaches kwok's
+kubelet API for pod logs and never a private-range address.
+
 Idempotent: nodes are applied with server-side apply (object, then the status
 subresource); kwok nodes that belong to no pool any more are deleted. A node
 that ``fault.sh node-lose-neuron`` marked keeps reporting 0 Neuron devices.
@@ -49,6 +54,7 @@ KWOK_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
 NEURON_LOST = "rehearsal.trainium.eks/neuron-lost"
 NEURON_RESOURCES = ("aws.amazon.com/neuron", "aws.amazon.com/neuroncore")
 MAX_PODS = 110
+NODE_IP = "127.0.0.1"
 
 
 def load_variables(inventory):
@@ -123,6 +129,10 @@ def taint(spec):
     return out
 
 
+def kubelet_port():
+    return int(os.environ.get("TRAINIUM_KWOK_PORT") or 10247)
+
+
 def node_objects(planned, cluster, lost):
     """The Node objects (metadata+spec) and their status, by name."""
     nodes = {}
@@ -158,6 +168,8 @@ def node_objects(planned, cluster, lost):
                 "status": {
                     "capacity": figures,
                     "allocatable": dict(figures),
+                    "addresses": [{"type": "InternalIP", "address": NODE_IP}, {"type": "Hostname", "address": name}],
+                    "daemonEndpoints": {"kubeletEndpoint": {"Port": kubelet_port()}},
                 },
             }
             if pool.get("taints"):

@@ -26,7 +26,7 @@ source "$ROOT/tools/rehearsal/lib.sh"
 # subset, e.g. a private AWS API for one developer's tests next to the shared
 # stack: TRAINIUM_REHEARSAL_DIR=/tmp/mine TRAINIUM_MOTO_PORT=5101.
 SERVICES=()
-for service in ${TRAINIUM_REHEARSAL_SERVICES:-moto etcd authenticator kube rendezvous kwok volcano registry}; do
+for service in ${TRAINIUM_REHEARSAL_SERVICES:-moto etcd authenticator kube rendezvous kwok volcano registry podrunner}; do
   [[ -f "$ROOT/tools/rehearsal/services/$service.sh" ]] || continue
   # shellcheck disable=SC1090
   source "$ROOT/tools/rehearsal/services/$service.sh"

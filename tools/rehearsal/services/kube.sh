@@ -102,6 +102,11 @@ kube_pki() {
   pki_cert controller-manager "/CN=system:kube-controller-manager" "$(client_ext)"
   pki_cert scheduler "/CN=system:kube-scheduler" "$(client_ext)"
   pki_cert apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" "$(client_ext)"
+  # The serving certificate of kwok's kubelet API (services/kwok.sh): the fake
+  # nodes' address is 127.0.0.1, and kube-apiserver verifies it against this CA.
+  pki_cert kwok-kubelet "/CN=kwok-kubelet" "$(printf '%s\n' "basicConstraints=critical,CA:FALSE" \
+    "keyUsage=critical,digitalSignature,keyEncipherment" "extendedKeyUsage=serverAuth" \
+    "subjectAltName=IP:$HOST,DNS:localhost")"
   if [[ ! -s "$PKI/sa.key" || ! -s "$PKI/sa.pub" ]]; then
     openssl genrsa -out "$PKI/sa.key" 2048 2>/dev/null
     openssl rsa -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub" 2>/dev/null
@@ -136,7 +141,8 @@ svc_kube_up() {
   kube_build
   kube_pki
   kube_apiserver_extra_args
-  ensure_daemon kube-apiserver kube_apiserver_healthy 90 "$KUBE_API_PORT" -- \
+  # shellcheck disable=SC2054 # commas inside flag values (--authorization-mode=Node,RBAC)
+  local apiserver=(
     "$STATE/bin/kube-apiserver" \
     --bind-address="$HOST" --advertise-address="$HOST" --secure-port="$KUBE_API_PORT" \
     --etcd-servers="http://$HOST:${KUBE_ETCD_PORT:-2479}" \
@@ -144,12 +150,25 @@ svc_kube_up() {
     --client-ca-file="$PKI/ca.crt" \
     --kubelet-client-certificate="$PKI/apiserver-kubelet-client.crt" \
     --kubelet-client-key="$PKI/apiserver-kubelet-client.key" \
+    --kubelet-certificate-authority="$PKI/ca.crt" \
+    --kubelet-preferred-address-types=InternalIP \
     --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction \
     --allow-privileged=true \
     --service-cluster-ip-range="$KUBE_SERVICE_CIDR" \
     --service-account-issuer=https://kubernetes.default.svc.cluster.local \
     --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
     --profiling=false "${KUBE_APISERVER_EXTRA_ARGS[@]}"
+  )
+  # The apiserver reads its flags once: restart it when they changed (a
+  # running stack picks up e.g. the kubelet address flags on the next up).
+  local sum
+  sum="$(printf '%s\n' "${apiserver[@]}" | sha256sum | cut -d' ' -f1)"
+  if pid_alive kube-apiserver && [[ "$(cat "$RUN/kube-apiserver.flags" 2>/dev/null)" != "$sum" ]]; then
+    say "kube-apiserver flags changed; restarting it"
+    stop_service kube-apiserver
+  fi
+  echo "$sum" >"$RUN/kube-apiserver.flags"
+  ensure_daemon kube-apiserver kube_apiserver_healthy 90 "$KUBE_API_PORT" -- "${apiserver[@]}"
   # --node-monitor-grace-period: kwok renews the fake nodes' leases from a
   # process that a loaded 2-core machine can starve for more than the default
   # 50 s; the node lifecycle controller then marks the nodes NotReady and their

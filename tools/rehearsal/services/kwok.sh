@@ -7,19 +7,46 @@
 # plus the rehearsal's in tools/rehearsal/kwok/stages/ (a pod Succeeds or
 # Fails on request, by annotation). The nodes themselves come from the inventory's
 # node pools: tools/rehearsal/nodes.py, run on every `up` (idempotent).
-# Needs services/kube.sh (apiserver, admin kubeconfig, kubectl) and moto.
+# Needs services/kube.sh (apiserver, admin kubeconfig, kubectl, PKI) and moto.
+#
+# Pod logs: the fake nodes' address is 127.0.0.1 (InternalIP, set by kwok's
+# --node-ip and by nodes.py) with kwok's own port as their kubelet port
+# (daemonEndpoints), and kube-apiserver dials InternalIP only
+# (--kubelet-preferred-address-types), so `kubectl logs` and the API's pods/log
+# reach kwok on loopback and nothing dials a private-range address. kwok serves
+# its kubelet API over TLS on that port with a certificate of the rehearsal's
+# Kubernetes CA ($PKI/kwok-kubelet.*, made by kube.sh), plain HTTP on the same
+# port (health). What it serves as a pod's log is a Logs object
+# (kwok.x-k8s.io/v1alpha1, CRD mode: --enable-crds=Logs, the CRD applied from
+# kwok's module) that the pod runner (services/podrunner.sh) creates per pod.
 KWOK_VERSION=v0.8.0
 KWOK_PORT="${TRAINIUM_KWOK_PORT:-10247}"
 KWOK_INVENTORY="${TRAINIUM_REHEARSAL_INVENTORY:-$ROOT/inventories/local}"
 
 kwok_healthy() { http_ok "http://$HOST:$KWOK_PORT/healthz"; }
 
+kwok_module_dir() {
+  (cd "$ROOT/tools/rehearsal/go/kwok" && "$GO" mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" |
+    "$VENV/bin/python" -c 'import json, sys; print(json.load(sys.stdin)["Dir"])')
+}
+
+# The CRDs kwok watches in CRD mode (--enable-crds), from its pinned module.
+KWOK_CRDS=(Logs)
+kwok_crds() {
+  local dir
+  dir="$(kwok_module_dir)"
+  "$STATE/bin/kubectl" --kubeconfig="$STATE/kubeconfig" apply --server-side --force-conflicts \
+    --field-manager=rehearsal-kwok -f "$dir/kustomize/crd/bases/kwok.x-k8s.io_logs.yaml" >/dev/null
+  "$STATE/bin/kubectl" --kubeconfig="$STATE/kubeconfig" wait --for=condition=Established --timeout=60s \
+    crd/logs.kwok.x-k8s.io >/dev/null
+}
+
 # The kwok nodes for the inventory's node pools, with the AWS figures that the
 # rehearsal's EC2 endpoint (moto) reports.
 kwok_nodes() {
   (
     if declare -F svc_moto_env >/dev/null; then eval "$(svc_moto_env)"; fi
-    export KUBECONFIG="$STATE/kubeconfig" TRAINIUM_REHEARSAL_DIR="$STATE"
+    export KUBECONFIG="$STATE/kubeconfig" TRAINIUM_REHEARSAL_DIR="$STATE" TRAINIUM_KWOK_PORT="$KWOK_PORT"
     "$VENV/bin/python" "$ROOT/tools/rehearsal/nodes.py" "$KWOK_INVENTORY"
   ) | while IFS= read -r line; do say "$line"; done
 }
@@ -27,8 +54,7 @@ kwok_nodes() {
 # The stage files kwok loads, one per line.
 kwok_stage_files() {
   local dir
-  dir="$(cd "$ROOT/tools/rehearsal/go/kwok" && "$GO" mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" |
-    "$VENV/bin/python" -c 'import json, sys; print(json.load(sys.stdin)["Dir"])')"
+  dir="$(kwok_module_dir)"
   printf '%s\n' \
     "$dir/kustomize/stage/node/fast/node-initialize.yaml" \
     "$dir/kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml" \
@@ -47,7 +73,11 @@ svc_kwok_up() {
   # stage refreshes the node's status only every 10 minutes and counts on the
   # lease in between; without it the node lifecycle controller saw every node
   # go silent for a moment each 10 minutes and marked its pods NotReady.
-  local flags=(--node-lease-duration-seconds=40)
+  local flags=(--node-lease-duration-seconds=40
+    --node-ip="$HOST" --node-port="$KWOK_PORT"
+    --tls-cert-file="$PKI/kwok-kubelet.crt" --tls-private-key-file="$PKI/kwok-kubelet.key"
+    --enable-crds="$(IFS=,; echo "${KWOK_CRDS[*]}")")
+  kwok_crds
   # kwok reads its stages and flags once: restart it when they changed.
   sum="$( (cat "${stages[@]}"; printf '%s\n' "${flags[@]}") | sha256sum | cut -d' ' -f1)"
   if pid_alive kwok && [[ "$(cat "$RUN/kwok.stages" 2>/dev/null)" != "$sum" ]]; then
@@ -63,7 +93,6 @@ svc_kwok_up() {
     --manage-nodes-with-label-selector=type=kwok \
     --server-address="$HOST:$KWOK_PORT" \
     --cidr=10.244.0.0/16 \
-    --node-ip=10.0.0.1 \
     "${flags[@]}"
   kwok_nodes
 }
@@ -78,6 +107,7 @@ svc_kwok_status() { pid_alive kwok && kwok_healthy; }
 
 svc_kwok_env() {
   echo "export TRAINIUM_KWOK_URL=\"http://$HOST:$KWOK_PORT\""
+  echo "export TRAINIUM_KWOK_PORT=\"$KWOK_PORT\""
 }
 
 svc_kwok_ports() { echo "$KWOK_PORT"; }
