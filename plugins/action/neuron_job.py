@@ -86,18 +86,18 @@ class ActionModule(ActionBase):
             return result
         return self._wait(result, args, task_vars)
 
-    def _wait(self, result, args, task_vars, sleep=time.sleep, clock=time.monotonic):
+    def _wait(self, result, args, task_vars):
         job = result.get("job") or {}
         what = f"Volcano Job {job.get('namespace')}/{job.get('name')}"
         wait_for = args.get("wait_for") or "completed"
         timeout = float(args.get("wait_timeout") or 3600)
         report_every = min(float(args.get("report_every") or 30), 30.0)
         pending_timeout = float(args["pending_timeout"] if args.get("pending_timeout") is not None else 60)
-        started = clock()
+        started = time.monotonic()
         last_shown, last_report, pending_since, seen_failures = None, None, None, set()
         while True:
             answer = self._status(args, task_vars)
-            elapsed = clock() - started
+            elapsed = time.monotonic() - started
             if answer.get("failed"):
                 return dict(result, failed=True, msg=f"waiting for {what}: {answer.get('msg')}")
             status = answer.get("status") or {}
@@ -135,4 +135,4 @@ class ActionModule(ActionBase):
             if elapsed >= timeout:
                 return dict(result, failed=True, msg=f"{what} is still {status.get('phase')} after {duration(elapsed)} "
                                                      f"(wait_timeout {duration(timeout)}, waiting for {wait_for})")
-            sleep(min(POLL_EVERY, report_every))
+            time.sleep(min(POLL_EVERY, report_every))

@@ -330,39 +330,66 @@ def _condition_message(conditions, kind, status):
     return None
 
 
-def _score(message):
-    """How much a scheduler message says: node fit reasons first, then gang/queue messages."""
-    if not message:
-        return -1
-    if "nodes are unavailable" in message or "Insufficient" in message:
-        return 3
-    if "unschedulable" in message.lower() or "insufficient" in message.lower():
-        return 2
-    return 1
+def _fits(message):
+    """Whether a scheduler message gives the node-fit reasons (``0/4 nodes are unavailable: 2 Insufficient ...``)."""
+    return bool(message) and ("nodes are unavailable" in message or "Insufficient" in message)
 
 
-def pending_reason(pods, podgroups, events):
-    """The scheduler's reason why the job's pods do not run: a Pending pod's PodScheduled=False message, the PodGroup's
-    Unschedulable condition, or the latest event of the job, its PodGroup or its pods; None when there is none."""
-    candidates = []
+def shortfall(job, nodes):
+    """What the cluster lacks for the whole gang, from the Job's pod template and the nodes of its instance type:
+    ``Insufficient aws.amazon.com/neuron: the gang of 3 asks 48, the 2 trn1.32xlarge node(s) have 32``; None when enough."""
+    tasks = ((job or {}).get("spec") or {}).get("tasks") or []
+    if not tasks or nodes is None:
+        return None
+    pod = tasks[0]["template"]["spec"]
+    selector = pod.get("nodeSelector") or {}
+    matching = [n for n in nodes if all(((n.get("metadata") or {}).get("labels") or {}).get(k) == v for k, v in selector.items())
+                and not (n.get("spec") or {}).get("unschedulable")]
+    limits = (pod["containers"][0].get("resources") or {}).get("limits") or {}
+    kind = selector.get(INSTANCE_TYPE_LABEL, "matching")
+    found = []
+    for resource in (NEURON, EFA):
+        if resource not in limits:
+            continue
+        asked = int(limits[resource]) * len(tasks)
+        have = sum(int(str(((n.get("status") or {}).get("allocatable") or {}).get(resource, 0))) for n in matching)
+        if asked > have:
+            found.append(f"Insufficient {resource}: the gang of {len(tasks)} pod(s) asks {asked}, "
+                         f"the {len(matching)} schedulable {kind} node(s) have {have}")
+    return "; ".join(found) or None
+
+
+def pending_reason(pods, podgroups, events, short=None):
+    """The scheduler's reason why the job's pods do not run: a Pending pod's PodScheduled=False message (node fit reasons),
+    else the PodGroup's Unschedulable condition and the queue's events (a gang Volcano did not enqueue) with what the
+    cluster lacks (``short``); None when there is none."""
+    fits, gang = [], []
     for pod in pods:
         if _alive(pod) and ((pod.get("status") or {}).get("phase") or "Pending") == "Pending":
             message = _condition_message((pod.get("status") or {}).get("conditions"), "PodScheduled", "False")
             if message:
-                candidates.append(message)
+                (fits if _fits(message) else gang).append(message)
     for group in podgroups:
         status = group.get("status") or {}
         if status.get("phase") in ("Running", "Completed"):
             continue
         message = _condition_message(status.get("conditions"), "Unschedulable", "True")
         if message:
-            candidates.append(message)
+            (fits if _fits(message) else gang).append(message)
     for event in sorted(events, key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "", reverse=True):
-        if event.get("reason") in ("Unschedulable", "FailedScheduling") or event.get("type") == "Warning" and \
-                _score(event.get("message")) >= 2:
-            candidates.append(event.get("message"))
-    best = max(candidates, key=_score, default=None)
-    return best.strip() if best else None
+        message = event.get("message") or ""
+        if event.get("reason") in ("Unschedulable", "FailedScheduling", "PodGroupPending") or event.get("type") == "Warning":
+            if _fits(message):
+                fits.append(message)
+            elif "queue" in message.lower() or "unschedulable" in message.lower():
+                gang.append(message)
+    if fits:
+        return fits[0].strip()
+    parts = []
+    for message in gang + [short]:
+        if message and message.strip() not in parts:
+            parts.append(message.strip())
+    return "; ".join(parts) or None
 
 
 def failed_pods(pods):
@@ -395,8 +422,8 @@ def rank0(pods):
     return max(zero, key=lambda p: (p.get("metadata") or {}).get("creationTimestamp") or "", default=None)
 
 
-def summarize(job, pods, podgroups, events):
-    """The status part of the result, from the Job, its pods, PodGroups and events (no log lines yet)."""
+def summarize(job, pods, podgroups, events, nodes=None):
+    """The status part of the result, from the Job, its pods, PodGroups, events and the nodes (no log lines yet)."""
     spec = (job or {}).get("spec") or {}
     status = (job or {}).get("status") or {}
     phase = _phase(job)
@@ -413,7 +440,7 @@ def summarize(job, pods, podgroups, events):
         "nnodes": len(spec.get("tasks") or []),
         "retry_count": retry_count,
         "max_retry": max_retry,
-        "pending_reason": pending_reason(pods, podgroups, events) if job is not None and (counts["pending"] or phase == "Pending") else None,
+        "pending_reason": pending_reason(pods, podgroups, events, shortfall(job, nodes)) if job is not None and (counts["pending"] or phase == "Pending") else None,
         "failed_pods": failed,
         # A failed pod that no retry will replace: the job can no longer finish.
         "failed_for_good": phase in FINISHED_BAD or bool(failed and (not restarts or retry_count >= max_retry) and phase not in ("Restarting",)
@@ -488,6 +515,13 @@ class KubeJobApi:
         answer = self._call(f"list events in {namespace}", self.core.list_namespaced_event, namespace, missing_ok=True) or {}
         return [event for event in answer.get("items") or [] if (event.get("involvedObject") or {}).get("name") in names]
 
+    def nodes(self, label_selector):
+        """The nodes with these labels; None when the caller may not list nodes."""
+        try:
+            return self._call("list nodes", self.core.list_node, label_selector=label_selector).get("items") or []
+        except JobError:
+            return None
+
     def log(self, namespace, pod, lines):
         """(text, None) or (None, ``log unavailable: <reason>``)."""
         try:
@@ -511,8 +545,9 @@ class KubeJobApi:
 # ----------------------------------------------------------------------------------------------- actions
 
 
-def wait_gone(api, namespace, name, timeout, sleep=time.sleep, clock=time.monotonic):
+def wait_gone(api, namespace, name, timeout, sleep=None, clock=None):
     """Wait until the Job and its pods are gone; JobError after ``timeout`` seconds."""
+    sleep, clock = sleep or time.sleep, clock or time.monotonic
     started = clock()
     while True:
         job = api.get_job(namespace, name)
@@ -558,7 +593,10 @@ def status(api, params, check_mode=False, job=None):
     names = {name} | {(g.get("metadata") or {}).get("name") for g in groups} | {(p.get("metadata") or {}).get("name") for p in pods}
     events = api.events(namespace, names) if any(((p.get("status") or {}).get("phase") or "Pending") == "Pending" for p in pods) \
         or _phase(job) == "Pending" else []
-    summary = summarize(job, pods, groups, events)
+    waiting = _phase(job) == "Pending" or any(((p.get("status") or {}).get("phase") or "Pending") == "Pending" for p in pods)
+    selector = ((((job.get("spec") or {}).get("tasks") or [{}])[0].get("template") or {}).get("spec") or {}).get("nodeSelector") or {}
+    nodes = api.nodes(",".join(f"{k}={v}" for k, v in sorted(selector.items()))) if waiting else None
+    summary = summarize(job, pods, groups, events, nodes)
     summary["last_log"], summary["log_error"] = None, None
     zero = rank0(pods)
     if zero is not None and ((zero.get("status") or {}).get("phase") in ("Running", "Succeeded", "Failed")):
