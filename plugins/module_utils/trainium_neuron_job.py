@@ -433,6 +433,7 @@ def summarize(job, pods, podgroups, events, nodes=None):
         or any(policy.get("action") == "RestartJob" for policy in spec.get("policies") or [])
     retry_count = int(status.get("retryCount") or 0)
     max_retry = int(spec.get("maxRetry") or 0)
+    waiting = job is not None and (counts["pending"] or phase == "Pending")
     summary = {
         "exists": job is not None,
         "phase": phase,
@@ -440,11 +441,11 @@ def summarize(job, pods, podgroups, events, nodes=None):
         "nnodes": len(spec.get("tasks") or []),
         "retry_count": retry_count,
         "max_retry": max_retry,
-        "pending_reason": pending_reason(pods, podgroups, events, shortfall(job, nodes)) if job is not None and (counts["pending"] or phase == "Pending") else None,
+        "pending_reason": pending_reason(pods, podgroups, events, shortfall(job, nodes)) if waiting else None,
         "failed_pods": failed,
         # A failed pod that no retry will replace: the job can no longer finish.
-        "failed_for_good": phase in FINISHED_BAD or bool(failed and (not restarts or retry_count >= max_retry) and phase not in ("Restarting",)
-                                                          and phase not in FINISHED_OK),
+        "failed_for_good": phase in FINISHED_BAD or bool(failed and (not restarts or retry_count >= max_retry)
+                                                         and phase not in ("Restarting",) + FINISHED_OK),
         "done": phase in FINISHED_OK,
     }
     return summary

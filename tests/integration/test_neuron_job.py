@@ -88,7 +88,7 @@ def vcjob(kube, namespace, job):
 
 def test_check_mode_create_rerun_complete_and_absent(kube, space, neuron_job, wait_until):
     args = job_args(space, "bert")
-    planned, _ = neuron_job(args, check=True)
+    planned = neuron_job(args, check=True)[0]
     assert planned.get("failed") is not True and planned["changed"] is True and planned["would"] == "create", planned
     assert planned["manifest"]["spec"]["minAvailable"] == 2 and vcjob(kube, space, "bert") is None
 
@@ -107,22 +107,22 @@ def test_check_mode_create_rerun_complete_and_absent(kube, space, neuron_job, wa
     assert status["last_log"] is not None or status["log_error"].startswith("log unavailable: "), status
     uid = vcjob(kube, space, "bert")["metadata"]["uid"]
 
-    again, _ = neuron_job(args)
+    again = neuron_job(args)[0]
     assert again.get("failed") is not True and again["changed"] is False and again["would"] == "nothing", again
 
     for p in pods:
         kube.kubectl("-n", space, "annotate", "pod", p["metadata"]["name"], "rehearsal.trainium.eks/complete=true")
-    completed, _ = neuron_job(dict(args, wait_for="completed"))
+    completed = neuron_job(dict(args, wait_for="completed"))[0]
     assert completed.get("failed") is not True and completed["changed"] is False and completed["status"]["phase"] == "Completed", completed
-    rerun, _ = neuron_job(dict(args, wait_for="completed"))
+    rerun = neuron_job(dict(args, wait_for="completed"))[0]
     assert rerun["changed"] is False and rerun["status"]["phase"] == "Completed"
     assert vcjob(kube, space, "bert")["metadata"]["uid"] == uid  # a Completed job stays Completed: a rerun is a no-op
 
-    replaced, _ = neuron_job(dict(args, image="registry.invalid/bert-pretrain-neuron:other"))
+    replaced = neuron_job(dict(args, image="registry.invalid/bert-pretrain-neuron:other"))[0]
     assert replaced["changed"] is True and replaced["would"] == "replace", replaced
     assert vcjob(kube, space, "bert")["metadata"]["uid"] != uid
 
-    gone, _ = neuron_job({"name": "bert", "namespace": space, "state": "absent"})
+    gone = neuron_job({"name": "bert", "namespace": space, "state": "absent"})[0]
     assert gone["changed"] is True and vcjob(kube, space, "bert") is None and pods_of(kube, space, "bert") == []
     assert neuron_job({"name": "bert", "namespace": space, "state": "absent"})[0]["changed"] is False
 
@@ -136,7 +136,7 @@ def test_too_many_nodes_fails_fast_with_the_schedulers_reason(space, neuron_job)
 
 def test_failed_pod_restarts_the_job_and_without_retries_fails_naming_it(kube, space, neuron_job, wait_until):
     args = job_args(space, "flaky", max_retry=3)
-    started, _ = neuron_job(args)
+    started = neuron_job(args)[0]
     assert started.get("failed") is not True, started
     victim = next(p for p in pods_of(kube, space, "flaky") if p["metadata"]["name"].endswith("role1-1-0"))
     kube.kubectl("-n", space, "annotate", "pod", victim["metadata"]["name"], "rehearsal.trainium.eks/fail=true")
@@ -149,7 +149,7 @@ def test_failed_pod_restarts_the_job_and_without_retries_fails_naming_it(kube, s
                 and victim["metadata"]["uid"] not in {p["metadata"]["uid"] for p in pods})
 
     wait_until(restarted, timeout=90, interval=2)
-    back, _ = neuron_job(args)
+    back = neuron_job(args)[0]
     assert back.get("failed") is not True and back["changed"] is False and back["status"]["retry_count"] >= 1
 
     assert neuron_job({"name": "flaky", "namespace": space, "state": "absent"})[0]["changed"] is True  # the nodes are free again
@@ -158,6 +158,6 @@ def test_failed_pod_restarts_the_job_and_without_retries_fails_naming_it(kube, s
     assert neuron_job(strict)[0].get("failed") is not True
     victim = next(p for p in pods_of(kube, space, "strict") if p["metadata"]["name"].endswith("role1-1-0"))["metadata"]["name"]
     kube.kubectl("-n", space, "annotate", "pod", victim, "rehearsal.trainium.eks/fail=true")
-    failed, _ = neuron_job(dict(strict, wait_for="completed"))
+    failed = neuron_job(dict(strict, wait_for="completed"))[0]
     assert failed["failed"] is True and f"pod {victim} exited with code 1" in failed["msg"], failed
     assert "log lines:" in failed["msg"] or "log unavailable: " in failed["msg"]

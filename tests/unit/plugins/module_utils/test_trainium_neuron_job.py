@@ -223,7 +223,7 @@ def test_pending_reason_from_the_pods_condition():
 def test_pending_reason_of_a_gang_volcano_does_not_enqueue_names_what_is_missing():
     job = with_phase(nj.render(dict(PARAMS, nnodes=3)), "Pending")
     nodes = [{"metadata": {"labels": {nj.INSTANCE_TYPE_LABEL: "trn1.32xlarge"}}, "status": {"allocatable": {nj.NEURON: "16", nj.EFA: "8"}}}
-             for _ in range(2)] + [{"metadata": {"labels": {nj.INSTANCE_TYPE_LABEL: "m5.large"}}, "status": {"allocatable": {}}}]
+             for node in range(2)] + [{"metadata": {"labels": {nj.INSTANCE_TYPE_LABEL: "m5.large"}}, "status": {"allocatable": {}}}]
     groups = [{"metadata": {"name": "bert-uid"}, "status": {"phase": "Pending", "conditions": [
         {"type": "Unschedulable", "status": "True", "message": "3/0 tasks in gang unschedulable: pod group is not ready, 3 minAvailable"}]}}]
     events = [{"involvedObject": {"name": "bert-uid"}, "type": "Normal", "reason": "Unschedulable", "message": "queue resource quota insufficient",

@@ -130,7 +130,7 @@ def test_failed_job_names_the_pod_its_exit_code_and_log(run_action):
     failed = {"name": "bert-role1-1-0", "exit_code": 1, "reason": "Error", "log": ["step 3", "RuntimeError: boom"]}
     answers = [CREATED, status_answer("Running", running=2), status_answer("Restarting", failed_pods=[failed], retry=1),
                status_answer("Failed", failed_pods=[failed], for_good=True, retry=3)]
-    result, _ = run_action(dict(ARGS), answers)
+    result = run_action(dict(ARGS), answers)[0]
     assert result["failed"] is True
     assert "pod bert-role1-1-0 exited with code 1" in result["msg"] and result["msg"].endswith("step 3\nRuntimeError: boom")
     assert any("pod bert-role1-1-0 failed (exit code 1); Volcano restarts the job" in line for line in run_action.lines)
@@ -146,5 +146,5 @@ def test_no_wait_in_check_mode_when_skipped_or_asked(run_action):
 
 
 def test_wait_timeout(run_action):
-    result, _ = run_action(dict(ARGS, wait_timeout=30), [CREATED] + [status_answer("Running", running=2)] * 100)
+    result = run_action(dict(ARGS, wait_timeout=30), [CREATED] + [status_answer("Running", running=2)] * 100)[0]
     assert result["failed"] is True and "still Running after 30s" in result["msg"]
