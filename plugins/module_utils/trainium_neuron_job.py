@@ -1,0 +1,663 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the trainium.eks project
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""What trainium.eks.neuron_job renders and decides, and the Kubernetes calls it makes.
+
+The Volcano Job is the one TorchX 0.7.0's ``kubernetes`` scheduler renders for
+the ``trn1_dist_ddp`` component of aws-neuron-eks-samples, field for field
+(tests/golden/neuron_job, made by tools/torchx/generate_golden.py), written
+here without TorchX. Our additions on top of it, and nothing else, are listed
+in ``ADDITIONS``.
+
+Rendering and the status summary are pure functions of plain dicts (the JSON
+of the Kubernetes API), unit tested without a cluster; ``KubeJobApi`` makes the
+calls with the kubernetes client and parses the JSON as is.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import re
+import shlex
+import time
+
+GROUP, VERSION, PLURAL = "batch.volcano.sh", "v1alpha1", "jobs"
+PG_GROUP, PG_VERSION, PG_PLURAL = "scheduling.volcano.sh", "v1beta1", "podgroups"
+NEURON = "aws.amazon.com/neuron"
+EFA = "vpc.amazonaws.com/efa"
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+WORKLOAD_LABEL = "trainium.eks/workload"
+SPEC_HASH = "trainium.eks/spec-hash"
+FINGERPRINT = "trainium.eks/compile-fingerprint"
+CACHE_CONFIGMAP = "trainium-eks-compile-cache"
+# TorchX's names: the role of trn1_dist_ddp, the version its pod labels carry, its label keys.
+ROLE = "role1"
+TORCHX_VERSION = "0.7.0"
+TORCHX_LABELS = ("torchx.pytorch.org/version", "torchx.pytorch.org/app-name", "torchx.pytorch.org/role-index",
+                 "torchx.pytorch.org/role-name", "torchx.pytorch.org/replica-id")
+VOLCANO_JOB_LABEL = "volcano.sh/job-name"
+VOLCANO_TASK_LABEL = "volcano.sh/task-spec"
+NEURON_DEVICES = {"trn1.2xlarge": 1, "trn1.32xlarge": 16, "trn1n.32xlarge": 16, "trn2.48xlarge": 16}
+EFA_INTERFACES = {"trn1.2xlarge": 0, "trn1.32xlarge": 8, "trn1n.32xlarge": 16, "trn2.48xlarge": 16}
+RDZV_BACKENDS = ("etcd", "etcd-v2", "c10d")
+DEFAULT_RDZV_ENDPOINT = "etcd-server:2379"
+C10D_PORT = 29500
+# Arguments that change how long a run is, not what is compiled: left out of the precompile fingerprint.
+RUN_LENGTH_ARGS = ("--steps_this_run", "--max_steps")
+FINISHED_OK = ("Completed",)
+FINISHED_BAD = ("Failed", "Aborted", "Terminated")
+ADDITIONS = (
+    "the Job's name is the given name (TorchX appends a random suffix); --rdzv_id is <job name>-<8 hex of the spec hash>",
+    "metadata.namespace, metadata.labels (the labels option and trainium.eks/workload) and the annotation "
+    "trainium.eks/spec-hash on the Job",
+    "spec.minAvailable = nnodes on the Job (the value Volcano's admission sets when it is missing)",
+    "the pod label trainium.eks/workload (training or precompile); the labels option on the pods, over TorchX's own values",
+    "resources.requests equal to resources.limits (the API server copies the limits of extended resources into requests)",
+    "with options only: tolerations, extra nodeSelector entries, extra env, serviceAccountName, priorityClassName",
+)
+_CACHESET = re.compile(r"^[A-Za-z0-9_-]+$")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+class JobError(Exception):
+    """A Kubernetes call failed; the message says which and why."""
+
+
+def normalize_str(data):
+    """A name as TorchX normalizes it: lower case, ``[a-z0-9-]`` only, no leading dash."""
+    data = data[1:] if data.startswith("-") else data
+    return "".join(re.findall(r"[a-z0-9\-]", data.lower()))
+
+
+def job_name(params):
+    """The Volcano Job's name: ``job_name``, else ``name`` (train) or ``<name>-precompile``."""
+    if params.get("job_name"):
+        return params["job_name"]
+    return params["name"] + ("-precompile" if params.get("mode") == "precompile" else "")
+
+
+def neuron_devices(params):
+    if params.get("neuron_devices") is not None:
+        return int(params["neuron_devices"])
+    return NEURON_DEVICES.get(params.get("instance_type"))
+
+
+def efa_interfaces(params):
+    if params.get("efa_interfaces") is not None:
+        return int(params["efa_interfaces"])
+    return EFA_INTERFACES.get(params.get("instance_type"))
+
+
+def rdzv_endpoint(params):
+    if params.get("rdzv_endpoint"):
+        return params["rdzv_endpoint"]
+    if params.get("rdzv_backend") == "c10d":
+        name = job_name(params)
+        return f"{name}-{ROLE}-0-0.{name}:{C10D_PORT}"  # rank 0's pod, by the hostname Volcano's svc plugin gives it
+    return DEFAULT_RDZV_ENDPOINT
+
+
+def problems(params):
+    """One line per option value the module cannot render."""
+    found = []
+    name = job_name(params)
+    if not _DNS_LABEL.match(name or "") or len(name) > 63 - len(f"-{ROLE}-99-0"):
+        found.append(f"name: job name {name!r}; allowed: a DNS label (a-z, 0-9, -) short enough for its pod names")
+    if not _CACHESET.match(params.get("cacheset") or ""):
+        found.append(f"cacheset: got {params.get('cacheset')!r}; allowed: letters, digits, dashes and underscores")
+    for option in ("nnodes", "nproc_per_node"):
+        if params.get(option) is not None and int(params[option]) < 1:
+            found.append(f"{option}: got {params[option]}; allowed: 1 or more")
+    report = params.get("report_every")
+    if report is not None and not 0 < float(report) <= 30:
+        found.append(f"report_every: got {report}; allowed: more than 0 and at most 30 seconds")
+    if params.get("state", "present") != "present":
+        return found
+    if neuron_devices(params) is None or efa_interfaces(params) is None:
+        found.append(f"instance_type: got {params.get('instance_type')!r} without neuron_devices and efa_interfaces; allowed: "
+                     f"{', '.join(sorted(NEURON_DEVICES))}, or any type with both set")
+    if params.get("max_retry") is not None and int(params["max_retry"]) < 0:
+        found.append(f"max_retry: got {params['max_retry']}; allowed: 0 or more")
+    if params.get("mode") == "precompile" and not params.get("steps_this_run"):
+        found.append("steps_this_run: not set with mode precompile; allowed: the number of steps the precompile run traces")
+    if params.get("env"):
+        found.extend(f"env: {key!r} is not a valid variable name" for key in params["env"] if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", str(key)))
+    return found
+
+
+def script_args(params):
+    """The script's arguments as a list; precompile appends ``--steps_this_run <n>``."""
+    args = [str(arg) for arg in params.get("script_args") or []]
+    if params.get("mode") == "precompile":
+        args += ["--steps_this_run", str(params["steps_this_run"])]
+    return args
+
+
+def launcher_line(params, rdzv_id):
+    """The shell line TorchX's component builds: the quoted launcher, then the script arguments."""
+    words = ["python3", "-m", "torch.distributed.run", "--rdzv_backend", params.get("rdzv_backend") or "etcd",
+             "--rdzv_endpoint", rdzv_endpoint(params), "--rdzv_id", "${app_id}", "--nnodes", str(params["nnodes"]),
+             "--nproc_per_node", str(params["nproc_per_node"]), "--tee", "3", "--role", "", params["script"]]
+    # The component quotes its words with the app-id macro still in them, then TorchX substitutes it.
+    line = " ".join(shlex.quote(word) for word in words).replace("${app_id}", rdzv_id)
+    rest = shlex.join(script_args(params))
+    return f"{line} {rest}"
+
+
+def command(params, rdzv_id):
+    line = launcher_line(params, rdzv_id)
+    return ["neuron_parallel_compile", line] if params.get("mode") == "precompile" else ["bash", "-c", line]
+
+
+def _join(*parts):
+    return "/".join(part.strip("/") for part in parts if part).replace("//", "/")
+
+
+def environment(params, replica):
+    """The container's env, in TorchX's order, then the extra ``env`` (same name: replaced in place)."""
+    cache_root = params.get("cache_root") or _join(params.get("mount_path") or "/data", "neuron_cache")
+    cacheset = params["cacheset"]
+    pairs = [
+        ("CCOM_SOCKET_IFNAME", "eth0"),
+        ("FI_EFA_USE_DEVICE_RDMA", "1"),
+        ("FI_PROVIDER", "efa"),
+        ("FI_EFA_FORK_SAFE", "1"),
+        ("NEURON_RT_RESET_CORES", "1"),
+        ("XLA_TRANSFER_SEED_ASYNC", "1"),
+        ("NEURON_CC_FLAGS", f"--cache_dir=/{_join(cache_root, f'{cacheset}_{replica}')}"),
+        ("TRANSFORMERS_CACHE", f"/{_join(params.get('mount_path') or '/data', 'transformers_cache', f'{cacheset}_{replica}')}"),
+    ]
+    if params.get("bf16"):
+        pairs.append(("XLA_DOWNCAST_BF16", "1"))
+    if replica == 0:
+        pairs.append(("TORCHX_RANK0_HOST", "localhost"))
+    env = dict(pairs)
+    for key, value in (params.get("env") or {}).items():
+        env[str(key)] = str(value)
+    return [{"name": key, "value": value} for key, value in env.items()]
+
+
+def workload(params):
+    return "precompile" if params.get("mode") == "precompile" else "training"
+
+
+def pod_template(params, name, replica, rdzv_id):
+    task = f"{ROLE}-{replica}"
+    limits = {NEURON: str(neuron_devices(params))}
+    if efa_interfaces(params):
+        limits[EFA] = str(efa_interfaces(params))
+    labels = {
+        "torchx.pytorch.org/version": TORCHX_VERSION,
+        "torchx.pytorch.org/app-name": params["name"],
+        "torchx.pytorch.org/role-index": "0",
+        "torchx.pytorch.org/role-name": ROLE,
+        "torchx.pytorch.org/replica-id": str(replica),
+        "app.kubernetes.io/name": params["name"],
+        "app.kubernetes.io/managed-by": "torchx.pytorch.org",
+        "app.kubernetes.io/instance": name,
+    }
+    labels.update({str(k): str(v) for k, v in (params.get("labels") or {}).items()})
+    labels[WORKLOAD_LABEL] = workload(params)
+    node_selector = {INSTANCE_TYPE_LABEL: params["instance_type"]}
+    node_selector.update({str(k): str(v) for k, v in (params.get("node_selector") or {}).items()})
+    spec = {
+        "containers": [{
+            "command": command(params, rdzv_id),
+            "env": environment(params, replica),
+            "image": params["image"],
+            "name": task,
+            "ports": [],
+            "resources": {"limits": limits, "requests": dict(limits)},
+            "securityContext": {},
+            "volumeMounts": [
+                {"mountPath": "/dev/shm", "name": "dshm"},
+                {"mountPath": params.get("mount_path") or "/data", "name": "mount-0", "readOnly": False},
+            ],
+        }],
+        "nodeSelector": node_selector,
+        "restartPolicy": "Never",
+        "volumes": [
+            {"emptyDir": {"medium": "Memory"}, "name": "dshm"},
+            {"name": "mount-0", "persistentVolumeClaim": {"claimName": params.get("claim_name") or "fsx-claim"}},
+        ],
+    }
+    if params.get("service_account_name"):
+        spec["serviceAccountName"] = params["service_account_name"]
+    if params.get("tolerations"):
+        spec["tolerations"] = copy.deepcopy(params["tolerations"])
+    return {"metadata": {"annotations": {"sidecar.istio.io/inject": "false"}, "labels": labels}, "spec": spec}
+
+
+def render(params):
+    """The Volcano Job for ``params`` (module options), with its spec-hash annotation and its rdzv_id filled in."""
+    name = job_name(params)
+    max_retry = int(params["max_retry"] if params.get("max_retry") is not None else 3)
+    placeholder = "@@rdzv_id@@"
+
+    def build(rdzv_id):
+        tasks = []
+        for replica in range(int(params["nnodes"])):
+            task = {"replicas": 1, "name": f"{ROLE}-{replica}", "template": pod_template(params, name, replica, rdzv_id)}
+            if max_retry > 0:
+                task["maxRetry"] = max_retry
+                task["policies"] = [{"event": "PodEvicted", "action": "RestartJob"}, {"event": "PodFailed", "action": "RestartJob"}]
+            tasks.append(task)
+        spec = {"schedulerName": "volcano", "queue": params["queue"], "tasks": tasks, "maxRetry": max_retry,
+                "plugins": {"svc": ["--publish-not-ready-addresses"], "env": []}, "minAvailable": int(params["nnodes"])}
+        if params.get("priority_class_name"):
+            spec["priorityClassName"] = params["priority_class_name"]
+        labels = {str(k): str(v) for k, v in (params.get("labels") or {}).items()}
+        labels[WORKLOAD_LABEL] = workload(params)
+        return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "Job",
+                "metadata": {"name": name, "namespace": params["namespace"], "labels": labels}, "spec": spec}
+
+    digest = spec_hash(build(placeholder))
+    job = build(f"{name}-{digest[:8]}")
+    job["metadata"]["annotations"] = {SPEC_HASH: digest}
+    if params.get("mode") == "precompile":
+        job["metadata"]["annotations"][FINGERPRINT] = fingerprint(params)
+    return job
+
+
+def spec_hash(job):
+    """sha256 of the rendered Job's name, labels and spec (canonical JSON)."""
+    body = {"metadata": {key: job["metadata"].get(key) for key in ("name", "namespace", "labels")}, "spec": job["spec"]}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def strip_run_length(args):
+    out, skip = [], False
+    for arg in args:
+        if skip:
+            skip = False
+            continue
+        if arg in RUN_LENGTH_ARGS:
+            skip = True
+            continue
+        if any(arg.startswith(f"{flag}=") for flag in RUN_LENGTH_ARGS):
+            continue
+        out.append(arg)
+    return out
+
+
+def fingerprint(params):
+    """What the compile cache of a precompile run depends on: image, script, its arguments without the run-length ones,
+    nodes, processes per node, bf16 and the instance type (sha256, 16 hex)."""
+    body = {"image": params["image"], "script": params["script"],
+            "script_args": strip_run_length([str(arg) for arg in params.get("script_args") or []]),
+            "nnodes": int(params["nnodes"]), "nproc_per_node": int(params["nproc_per_node"]), "bf16": bool(params.get("bf16")),
+            "instance_type": params["instance_type"]}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
+
+
+# ----------------------------------------------------------------------------------------------- status
+
+
+def _phase(job):
+    return ((job or {}).get("status") or {}).get("state", {}).get("phase") or ("Pending" if job else None)
+
+
+def _alive(pod):
+    return not (pod.get("metadata") or {}).get("deletionTimestamp")
+
+
+def replica_of(pod):
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    if labels.get("torchx.pytorch.org/replica-id", "").isdigit():
+        return int(labels["torchx.pytorch.org/replica-id"])
+    match = re.search(r"-(\d+)$", labels.get(VOLCANO_TASK_LABEL, ""))
+    return int(match.group(1)) if match else None
+
+
+def pod_counts(pods):
+    counts = {"pending": 0, "running": 0, "succeeded": 0, "failed": 0, "terminating": 0}
+    for pod in pods:
+        if not _alive(pod):
+            counts["terminating"] += 1
+            continue
+        phase = ((pod.get("status") or {}).get("phase") or "Pending").lower()
+        counts[phase if phase in counts else "pending"] += 1
+    return counts
+
+
+def _condition_message(conditions, kind, status):
+    for condition in conditions or []:
+        if condition.get("type") == kind and condition.get("status") == status and condition.get("message"):
+            return condition["message"]
+    return None
+
+
+def _fits(message):
+    """Whether a scheduler message gives the node-fit reasons (``0/4 nodes are unavailable: 2 Insufficient ...``)."""
+    return bool(message) and ("nodes are unavailable" in message or "Insufficient" in message)
+
+
+def shortfall(job, nodes):
+    """What the cluster lacks for the whole gang, from the Job's pod template and the nodes of its instance type:
+    ``Insufficient aws.amazon.com/neuron: the gang of 3 asks 48, the 2 trn1.32xlarge node(s) have 32``; None when enough."""
+    tasks = ((job or {}).get("spec") or {}).get("tasks") or []
+    if not tasks or nodes is None:
+        return None
+    pod = tasks[0]["template"]["spec"]
+    selector = pod.get("nodeSelector") or {}
+    matching = [n for n in nodes if all(((n.get("metadata") or {}).get("labels") or {}).get(k) == v for k, v in selector.items())
+                and not (n.get("spec") or {}).get("unschedulable")]
+    limits = (pod["containers"][0].get("resources") or {}).get("limits") or {}
+    kind = selector.get(INSTANCE_TYPE_LABEL, "matching")
+    found = []
+    for resource in (NEURON, EFA):
+        if resource not in limits:
+            continue
+        asked = int(limits[resource]) * len(tasks)
+        have = sum(int(str(((n.get("status") or {}).get("allocatable") or {}).get(resource, 0))) for n in matching)
+        if asked > have:
+            found.append(f"Insufficient {resource}: the gang of {len(tasks)} pod(s) asks {asked}, "
+                         f"the {len(matching)} schedulable {kind} node(s) have {have}")
+    return "; ".join(found) or None
+
+
+def pending_reason(pods, podgroups, events, short=None):
+    """The scheduler's reason why the job's pods do not run: a Pending pod's PodScheduled=False message (node fit reasons),
+    else the PodGroup's Unschedulable condition and the queue's events (a gang Volcano did not enqueue) with what the
+    cluster lacks (``short``); None when there is none."""
+    fits, gang = [], []
+    for pod in pods:
+        if _alive(pod) and ((pod.get("status") or {}).get("phase") or "Pending") == "Pending":
+            message = _condition_message((pod.get("status") or {}).get("conditions"), "PodScheduled", "False")
+            if message:
+                (fits if _fits(message) else gang).append(message)
+    for group in podgroups:
+        status = group.get("status") or {}
+        if status.get("phase") in ("Running", "Completed"):
+            continue
+        message = _condition_message(status.get("conditions"), "Unschedulable", "True")
+        if message:
+            (fits if _fits(message) else gang).append(message)
+    for event in sorted(events, key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "", reverse=True):
+        message = event.get("message") or ""
+        if event.get("reason") in ("Unschedulable", "FailedScheduling", "PodGroupPending") or event.get("type") == "Warning":
+            if _fits(message):
+                fits.append(message)
+            elif "queue" in message.lower() or "unschedulable" in message.lower():
+                gang.append(message)
+    if fits:
+        return fits[0].strip()
+    parts = []
+    for message in gang + [short]:
+        if message and message.strip() not in parts:
+            parts.append(message.strip())
+    return "; ".join(parts) or None
+
+
+def failed_pods(pods):
+    """The failed pods, each with its name, exit code, reason and message (first failed first)."""
+    found = []
+    for pod in pods:
+        status = pod.get("status") or {}
+        terminated = [((cs.get("state") or {}).get("terminated") or {}) for cs in status.get("containerStatuses") or []]
+        bad = [t for t in terminated if t and t.get("exitCode") not in (None, 0)]
+        if status.get("phase") == "Failed" or bad:
+            first = (bad or terminated or [{}])[0]
+            found.append({"name": pod["metadata"]["name"], "exit_code": first.get("exitCode"),
+                          "reason": first.get("reason") or status.get("reason"),
+                          "message": first.get("message") or status.get("message"),
+                          "finished": first.get("finishedAt") or ""})
+    return sorted(found, key=lambda f: f["finished"])
+
+
+def last_log_line(text):
+    """The last rank-0 ``LOG ...`` line of a log tail."""
+    for line in reversed((text or "").splitlines()):
+        if "LOG " in line:
+            return line[line.index("LOG "):].strip()
+    return None
+
+
+def rank0(pods):
+    """The newest live pod of replica 0."""
+    zero = [pod for pod in pods if replica_of(pod) == 0 and _alive(pod)]
+    return max(zero, key=lambda p: (p.get("metadata") or {}).get("creationTimestamp") or "", default=None)
+
+
+def summarize(job, pods, podgroups, events, nodes=None):
+    """The status part of the result, from the Job, its pods, PodGroups, events and the nodes (no log lines yet)."""
+    spec = (job or {}).get("spec") or {}
+    status = (job or {}).get("status") or {}
+    phase = _phase(job)
+    counts = pod_counts(pods)
+    failed = failed_pods(pods)
+    restarts = any(policy.get("action") == "RestartJob" for task in spec.get("tasks") or [] for policy in task.get("policies") or []) \
+        or any(policy.get("action") == "RestartJob" for policy in spec.get("policies") or [])
+    retry_count = int(status.get("retryCount") or 0)
+    max_retry = int(spec.get("maxRetry") or 0)
+    waiting = job is not None and (counts["pending"] or phase == "Pending")
+    summary = {
+        "exists": job is not None,
+        "phase": phase,
+        "pods": counts,
+        "nnodes": len(spec.get("tasks") or []),
+        "retry_count": retry_count,
+        "max_retry": max_retry,
+        "pending_reason": pending_reason(pods, podgroups, events, shortfall(job, nodes)) if waiting else None,
+        "failed_pods": failed,
+        # A failed pod that no retry will replace: the job can no longer finish.
+        "failed_for_good": phase in FINISHED_BAD or bool(failed and (not restarts or retry_count >= max_retry)
+                                                         and phase not in ("Restarting",) + FINISHED_OK),
+        "done": phase in FINISHED_OK,
+    }
+    return summary
+
+
+# ----------------------------------------------------------------------------------------------- Kubernetes
+
+
+def _reason(error):
+    """A short reason of a kubernetes client error: the API's message when it gives one."""
+    body = getattr(error, "body", None)
+    if body:
+        try:
+            message = json.loads(body).get("message")
+            if message:
+                return f"{getattr(error, 'status', '')} {message}".strip()
+        except (ValueError, AttributeError):
+            pass
+    status = getattr(error, "status", None)
+    return f"{status} {getattr(error, 'reason', '')}".strip() if status else str(error)
+
+
+class KubeJobApi:
+    """The Kubernetes calls of the module, through a kubernetes ApiClient."""
+
+    def __init__(self, api_client):
+        from kubernetes.client import CoreV1Api, CustomObjectsApi  # pylint: disable=import-outside-toplevel
+
+        self.core = CoreV1Api(api_client)
+        self.custom = CustomObjectsApi(api_client)
+
+    @staticmethod
+    def _json(answer):
+        return json.loads(answer.data) if hasattr(answer, "data") else answer
+
+    def _call(self, what, call, *args, missing_ok=False, **kwargs):
+        try:
+            return self._json(call(*args, _preload_content=False, **kwargs))
+        except Exception as e:  # ApiException, urllib3 and socket errors alike
+            if missing_ok and getattr(e, "status", None) == 404:
+                return None
+            raise JobError(f"{what} failed: {_reason(e)}") from e
+
+    def get_job(self, namespace, name):
+        return self._call(f"get Volcano Job {namespace}/{name}", self.custom.get_namespaced_custom_object, GROUP, VERSION, namespace,
+                          PLURAL, name, missing_ok=True)
+
+    def create_job(self, namespace, body):
+        return self._call(f"create Volcano Job {namespace}/{body['metadata']['name']}", self.custom.create_namespaced_custom_object,
+                          GROUP, VERSION, namespace, PLURAL, body)
+
+    def delete_job(self, namespace, name, propagation):
+        return self._call(f"delete Volcano Job {namespace}/{name}", self.custom.delete_namespaced_custom_object, GROUP, VERSION,
+                          namespace, PLURAL, name, propagation_policy=propagation, missing_ok=True)
+
+    def pods(self, namespace, name):
+        answer = self._call(f"list pods of {namespace}/{name}", self.core.list_namespaced_pod, namespace,
+                            label_selector=f"{VOLCANO_JOB_LABEL}={name}")
+        return answer.get("items") or []
+
+    def podgroups(self, namespace, name):
+        answer = self._call(f"list PodGroups in {namespace}", self.custom.list_namespaced_custom_object, PG_GROUP, PG_VERSION,
+                            namespace, PG_PLURAL, missing_ok=True) or {}
+        return [group for group in answer.get("items") or []
+                if any(ref.get("name") == name and ref.get("kind") == "Job" for ref in (group.get("metadata") or {}).get("ownerReferences") or [])]
+
+    def events(self, namespace, names):
+        answer = self._call(f"list events in {namespace}", self.core.list_namespaced_event, namespace, missing_ok=True) or {}
+        return [event for event in answer.get("items") or [] if (event.get("involvedObject") or {}).get("name") in names]
+
+    def nodes(self, label_selector):
+        """The nodes with these labels; None when the caller may not list nodes."""
+        try:
+            return self._call("list nodes", self.core.list_node, label_selector=label_selector).get("items") or []
+        except JobError:
+            return None
+
+    def log(self, namespace, pod, lines):
+        """(text, None) or (None, ``log unavailable: <reason>``)."""
+        try:
+            answer = self.core.read_namespaced_pod_log(pod, namespace, tail_lines=lines, _preload_content=False)
+            return answer.data.decode("utf-8", "replace"), None
+        except Exception as e:  # pylint: disable=broad-except
+            return None, f"log unavailable: {_reason(e)}"
+
+    def get_configmap(self, namespace, name):
+        return self._call(f"get ConfigMap {namespace}/{name}", self.core.read_namespaced_config_map, name, namespace, missing_ok=True)
+
+    def put_configmap_key(self, namespace, name, key, value, labels):
+        if self.get_configmap(namespace, name) is None:
+            body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace, "labels": labels},
+                    "data": {key: value}}
+            return self._call(f"create ConfigMap {namespace}/{name}", self.core.create_namespaced_config_map, namespace, body)
+        return self._call(f"patch ConfigMap {namespace}/{name}", self.core.patch_namespaced_config_map, name, namespace,
+                          {"data": {key: value}})
+
+
+# ----------------------------------------------------------------------------------------------- actions
+
+
+def wait_gone(api, namespace, name, timeout, sleep=None, clock=None):
+    """Wait until the Job and its pods are gone; JobError after ``timeout`` seconds."""
+    sleep, clock = sleep or time.sleep, clock or time.monotonic
+    started = clock()
+    while True:
+        job = api.get_job(namespace, name)
+        pods = api.pods(namespace, name) if job is None else [None]
+        if job is None and not pods:
+            return round(clock() - started, 1)
+        if clock() - started > timeout:
+            left = "the Job" if job is not None else f"{len(pods)} pod(s)"
+            raise JobError(f"Volcano Job {namespace}/{name}: {left} still there {int(timeout)} s after the delete")
+        sleep(1)
+
+
+def cache_record(api, params):
+    """(record dict, or None) of the params' cacheset in the compile-cache ConfigMap."""
+    configmap = api.get_configmap(params["namespace"], CACHE_CONFIGMAP)
+    raw = ((configmap or {}).get("data") or {}).get(params["cacheset"])
+    try:
+        return json.loads(raw) if raw else None
+    except ValueError:
+        return None
+
+
+def write_cache_record(api, params, job):
+    record = {"fingerprint": fingerprint(params), "job": job["metadata"]["name"], "image": params["image"],
+              "instance_type": params["instance_type"], "nnodes": int(params["nnodes"]), "nproc_per_node": int(params["nproc_per_node"]),
+              "bf16": bool(params.get("bf16")), "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    labels = {str(k): str(v) for k, v in (params.get("labels") or {}).items() if not str(k).startswith("trainium.eks/workload")}
+    api.put_configmap_key(params["namespace"], CACHE_CONFIGMAP, params["cacheset"], json.dumps(record, sort_keys=True), labels)
+    return record
+
+
+def status(api, params, check_mode=False, job=None):
+    """The status part of the result for the params' Job, with the rank-0 LOG line and the failed pod's log tail; in
+    precompile mode, records the cache set when the Job is Completed."""
+    namespace, name = params["namespace"], job_name(params)
+    job = job if job is not None else api.get_job(namespace, name)
+    if job is None:
+        return {"exists": False, "phase": None, "pods": pod_counts([]), "pending_reason": None, "failed_pods": [],
+                "failed_for_good": False, "done": False, "retry_count": 0, "max_retry": 0, "nnodes": 0,
+                "last_log": None, "log_error": None}
+    pods = api.pods(namespace, name)
+    groups = api.podgroups(namespace, name)
+    names = {name} | {(g.get("metadata") or {}).get("name") for g in groups} | {(p.get("metadata") or {}).get("name") for p in pods}
+    events = api.events(namespace, names) if any(((p.get("status") or {}).get("phase") or "Pending") == "Pending" for p in pods) \
+        or _phase(job) == "Pending" else []
+    waiting = _phase(job) == "Pending" or any(((p.get("status") or {}).get("phase") or "Pending") == "Pending" for p in pods)
+    selector = ((((job.get("spec") or {}).get("tasks") or [{}])[0].get("template") or {}).get("spec") or {}).get("nodeSelector") or {}
+    nodes = api.nodes(",".join(f"{k}={v}" for k, v in sorted(selector.items()))) if waiting else None
+    summary = summarize(job, pods, groups, events, nodes)
+    summary["last_log"], summary["log_error"] = None, None
+    zero = rank0(pods)
+    if zero is not None and ((zero.get("status") or {}).get("phase") in ("Running", "Succeeded", "Failed")):
+        text, error = api.log(namespace, zero["metadata"]["name"], max(int(params.get("log_lines") or 20), 200))
+        summary["last_log"], summary["log_error"] = last_log_line(text), error
+    if summary["failed_pods"]:
+        first = summary["failed_pods"][0]
+        text, error = api.log(namespace, first["name"], int(params.get("log_lines") or 20))
+        first["log"] = text.splitlines()[-int(params.get("log_lines") or 20):] if text is not None else []
+        first["log_error"] = error
+    if params.get("mode") == "precompile" and summary["done"] and params.get("image") and params.get("script"):
+        record = cache_record(api, params)
+        summary["cache_recorded"] = bool(record and record.get("fingerprint") == fingerprint(params))
+        if not summary["cache_recorded"] and not check_mode:
+            write_cache_record(api, params, job)
+            summary["cache_recorded"] = True
+            summary["cache_record_written"] = True
+    return summary
+
+
+def present(api, params, check_mode=False, delete_timeout=300):
+    """Create the Job, leave it (same spec hash), or replace it (another hash). Returns the module result."""
+    namespace, name = params["namespace"], job_name(params)
+    manifest = render(params)
+    digest = manifest["metadata"]["annotations"][SPEC_HASH]
+    result = {"changed": False, "job": {"name": name, "namespace": namespace}, "spec_hash": digest, "manifest": manifest}
+    if params.get("mode") == "precompile":
+        record = cache_record(api, params)
+        result["fingerprint"] = fingerprint(params)
+        if record and record.get("fingerprint") == result["fingerprint"]:
+            result.update(would="nothing", skipped_precompile=True,
+                          msg=f"precompile skipped: the compile cache set {params['cacheset']} is complete (ConfigMap {CACHE_CONFIGMAP} "
+                              f"records fingerprint {record['fingerprint']} of Job {record.get('job')}, Completed, recorded "
+                              f"{record.get('recorded_at')})")
+            return result
+    existing = api.get_job(namespace, name)
+    if existing is not None and ((existing.get("metadata") or {}).get("annotations") or {}).get(SPEC_HASH) == digest:
+        result.update(would="nothing", msg=f"Volcano Job {namespace}/{name} is up to date ({_phase(existing)})")
+        result["status"] = status(api, params, check_mode, job=existing)
+        return result
+    result["would"] = "create" if existing is None else "replace"
+    if check_mode:
+        result.update(changed=True, msg=f"check mode: would {result['would']} Volcano Job {namespace}/{name}")
+        return result
+    if existing is not None:
+        api.delete_job(namespace, name, "Foreground")
+        wait_gone(api, namespace, name, delete_timeout)
+    api.create_job(namespace, manifest)
+    result.update(changed=True, msg=f"{'created' if existing is None else 'replaced'} Volcano Job {namespace}/{name}")
+    return result
+
+
+def absent(api, params, check_mode=False, delete_timeout=300):
+    namespace, name = params["namespace"], job_name(params)
+    existing = api.get_job(namespace, name)
+    result = {"changed": existing is not None, "job": {"name": name, "namespace": namespace},
+              "would": "delete" if existing is not None else "nothing"}
+    if existing is None or check_mode:
+        return result
+    api.delete_job(namespace, name, params.get("propagation_policy") or "Foreground")
+    result["waited"] = wait_gone(api, namespace, name, delete_timeout)
+    result["msg"] = f"deleted Volcano Job {namespace}/{name}"
+    return result

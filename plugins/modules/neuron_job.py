@@ -1,0 +1,449 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the trainium.eks project
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: neuron_job
+short_description: Run a distributed training job on Trainium nodes as a Volcano Job, the way TorchX renders it
+version_added: 0.4.0
+description:
+  - Renders the Volcano Job that TorchX 0.7.0's C(kubernetes) scheduler renders for the C(trn1_dist_ddp) component of
+    aws-neuron-eks-samples, field for field - one task and pod per node (C(role1-<i>)) running
+    C(python3 -m torch.distributed.run) (torchrun) with O(rdzv_backend) rendezvous at O(rdzv_endpoint), O(nnodes) and
+    O(nproc_per_node); all Neuron devices and EFA interfaces of the node as limits; the instance-type nodeSelector;
+    C(/dev/shm) as a memory emptyDir; the claim O(claim_name) at O(mount_path); the EFA and Neuron environment with a
+    compile cache directory per node C(<cache_root>/<cacheset>_<replica>) and the bf16 switch; O(max_retry) with
+    PodEvicted and PodFailed restarting the job.
+  - Additions on top of TorchX - the Job is named O(name) (no random suffix) and C(--rdzv_id) is the job name and 8 hex
+    digits of its spec hash; labels O(labels) and C(trainium.eks/workload) (V(training) or V(precompile)) on the Job and
+    its pods; the annotation C(trainium.eks/spec-hash); C(minAvailable) = O(nnodes) (Volcano's own default);
+    resource requests equal to the limits (what the API server sets for extended resources).
+  - O(state=present) creates the Job; with the same spec hash it changes nothing whatever the Job's phase (a Completed
+    job stays Completed); with another hash it deletes the Job, waits until it and its pods are gone and creates it
+    again.
+  - O(mode=precompile) wraps the command in C(neuron_parallel_compile), appends C(--steps_this_run) and names the Job
+    C(<name>-precompile). It is skipped when the ConfigMap C(trainium-eks-compile-cache) of the namespace records, for
+    O(cacheset), the fingerprint of these options (image, script, script arguments without the run-length ones, nodes,
+    processes per node, bf16, instance type); the module writes that record when it sees the precompile Job Completed.
+  - With O(wait=true) (the action plugin) it then polls the Job and prints a progress line at least every
+    O(report_every) seconds - phase, running and pending pods, the last rank-0 C(LOG) line - and fails at once when the
+    pods stay Pending with a scheduler reason for O(pending_timeout) seconds, or when the Job fails (with the failing
+    pod's name, exit code and last O(log_lines) log lines).
+  - O(state=status) reports the phase, the pods, the last rank-0 C(LOG) line and the scheduler's reason for Pending
+    pods. O(state=absent) deletes the Job and waits until it is gone.
+author:
+  - trainium.eks developers (@trainium-eks)
+options:
+  state:
+    description:
+      - V(present) creates or replaces the Job, V(absent) deletes it, V(status) only reads.
+    type: str
+    choices: [present, absent, status]
+    default: present
+  name:
+    description:
+      - Name of the application; the Job's name in O(mode=train).
+    type: str
+    required: true
+  job_name:
+    description:
+      - Name of the Volcano Job; default O(name), or C(<name>-precompile) with O(mode=precompile).
+    type: str
+  namespace:
+    description:
+      - Namespace of the Job.
+    type: str
+    default: training
+  queue:
+    description:
+      - Volcano queue.
+    type: str
+    default: test
+  image:
+    description:
+      - Container image of the pods (required with O(state=present)).
+    type: str
+  script:
+    description:
+      - Path of the training script in the image, for example V(/opt/trainium-eks/train_bert.py).
+    type: str
+  script_args:
+    description:
+      - Arguments of the script.
+    type: list
+    elements: str
+    default: []
+  nnodes:
+    description:
+      - Nodes, one pod each.
+    type: int
+    default: 2
+  nproc_per_node:
+    description:
+      - Processes per node, the NeuronCores the job uses on each (32 on a trn1.32xlarge).
+    type: int
+    default: 32
+  instance_type:
+    description:
+      - Instance type of the nodes (nodeSelector C(node.kubernetes.io/instance-type)).
+    type: str
+    default: trn1.32xlarge
+  neuron_devices:
+    description:
+      - C(aws.amazon.com/neuron) per pod; default from O(instance_type) - trn1.2xlarge 1, trn1.32xlarge, trn1n.32xlarge
+        and trn2.48xlarge 16.
+    type: int
+  efa_interfaces:
+    description:
+      - C(vpc.amazonaws.com/efa) per pod; default from O(instance_type) - trn1.2xlarge 0, trn1.32xlarge 8, trn1n.32xlarge
+        and trn2.48xlarge 16. With 0 the pods ask for none.
+    type: int
+  rdzv_backend:
+    description:
+      - Rendezvous backend of torchrun.
+    type: str
+    choices: [etcd, etcd-v2, c10d]
+    default: etcd
+  rdzv_endpoint:
+    description:
+      - Rendezvous endpoint; default V(etcd-server:2379), and with V(c10d) rank 0's pod C(<job>-role1-0-0.<job>:29500).
+    type: str
+  bf16:
+    description:
+      - Set C(XLA_DOWNCAST_BF16=1).
+    type: bool
+    default: false
+  cacheset:
+    description:
+      - Name of the compile cache set; each node uses C(<cache_root>/<cacheset>_<replica>). Letters, digits, C(-), C(_).
+    type: str
+    default: default
+  claim_name:
+    description:
+      - PersistentVolumeClaim of the shared volume.
+    type: str
+    default: fsx-claim
+  mount_path:
+    description:
+      - Where the shared volume is mounted in the pods.
+    type: str
+    default: /data
+  cache_root:
+    description:
+      - Root of the Neuron compile cache; default C(<mount_path>/neuron_cache).
+    type: str
+  max_retry:
+    description:
+      - Job restarts on PodEvicted or PodFailed. V(0) sets no restart policy (as TorchX does).
+    type: int
+    default: 3
+  mode:
+    description:
+      - V(train), or V(precompile) (C(neuron_parallel_compile) for O(steps_this_run) steps).
+    type: str
+    choices: [train, precompile]
+    default: train
+  steps_this_run:
+    description:
+      - Steps of the precompile run (required with O(mode=precompile)).
+    type: int
+  labels:
+    description:
+      - Labels added to the Job and its pods (the collection's labels); they win over TorchX's values.
+    type: dict
+    default: {}
+  tolerations:
+    description:
+      - Tolerations of the pods (Kubernetes form).
+    type: list
+    elements: dict
+    default: []
+  node_selector:
+    description:
+      - nodeSelector entries added to the instance type's.
+    type: dict
+    default: {}
+  env:
+    description:
+      - Environment variables added to the pods' (a name already set is replaced).
+    type: dict
+    default: {}
+  priority_class_name:
+    description:
+      - priorityClassName of the Job.
+    type: str
+  service_account_name:
+    description:
+      - ServiceAccount of the pods.
+    type: str
+  propagation_policy:
+    description:
+      - How O(state=absent) deletes the Job's pods.
+    type: str
+    choices: [Foreground, Background]
+    default: Foreground
+  delete_timeout:
+    description:
+      - Seconds to wait until a deleted Job and its pods are gone.
+    type: int
+    default: 300
+  wait:
+    description:
+      - After O(state=present), wait for O(wait_for) (the action plugin polls O(state=status)).
+    type: bool
+    default: true
+  wait_for:
+    description:
+      - V(running) (every pod Running) or V(completed).
+    type: str
+    choices: [running, completed]
+    default: completed
+  wait_timeout:
+    description:
+      - Seconds to wait.
+    type: int
+    default: 3600
+  report_every:
+    description:
+      - Seconds between progress lines while nothing changes, at most 30.
+    type: float
+    default: 30
+  pending_timeout:
+    description:
+      - Seconds the pods may stay Pending with a scheduler reason before the wait fails with that reason.
+    type: float
+    default: 60
+  log_lines:
+    description:
+      - Log lines of a failed pod in the failure message.
+    type: int
+    default: 20
+  kubeconfig:
+    description:
+      - Path of the kubeconfig; the environment's C(K8S_AUTH_KUBECONFIG), C(KUBECONFIG) or C(~/.kube/config) when not set.
+    type: path
+  context:
+    description:
+      - Context of the kubeconfig; its current context when not set.
+    type: str
+notes:
+  - Needs RBAC to get, create and delete C(jobs.batch.volcano.sh), list pods, events and C(podgroups.scheduling.volcano.sh),
+    read C(pods/log), and get, create and patch ConfigMaps in O(namespace).
+  - Rank 0's log is read through C(pods/log); when the API refuses it, the result says V(log unavailable) and why.
+  - Supports check mode (returns the manifest and what it would do, creates nothing); diff mode is not supported.
+requirements:
+  - kubernetes (Python)
+attributes:
+  check_mode:
+    support: full
+    description: Returns the manifest and RV(would); changes nothing.
+  diff_mode:
+    support: none
+    description: The manifest is returned instead.
+  platform:
+    support: full
+    platforms: all
+    description: An action plugin around the module; the module talks to the Kubernetes API.
+"""
+
+EXAMPLES = r"""
+- name: Precompile the graphs of the BERT job (skipped when the cache set is complete)
+  trainium.eks.neuron_job:
+    name: bert-pretrain
+    mode: precompile
+    steps_this_run: 10
+    image: 123456789012.dkr.ecr.us-west-2.amazonaws.com/bert-pretrain-neuron:0.1.0
+    script: /opt/trainium-eks/train_bert.py
+    script_args: [--data_dir, /data/bert_pretrain_wikicorpus_tokenized_hdf5_seqlen128, --output_dir, /data/output/bert-pretrain]
+    nnodes: 2
+    nproc_per_node: 32
+    bf16: true
+    cacheset: bert-large
+    labels:
+      app.kubernetes.io/name: training-job
+      app.kubernetes.io/part-of: trainium-eks
+      app.kubernetes.io/managed-by: trainium.eks
+      trainium.eks/cluster: trn-prod
+
+- name: Train, and wait until the job is Completed
+  trainium.eks.neuron_job:
+    name: bert-pretrain
+    image: 123456789012.dkr.ecr.us-west-2.amazonaws.com/bert-pretrain-neuron:0.1.0
+    script: /opt/trainium-eks/train_bert.py
+    script_args: [--data_dir, /data/bert_pretrain_wikicorpus_tokenized_hdf5_seqlen128, --output_dir, /data/output/bert-pretrain]
+    bf16: true
+    cacheset: bert-large
+    wait_for: completed
+    wait_timeout: 7200
+
+- name: How is it going
+  trainium.eks.neuron_job:
+    name: bert-pretrain
+    state: status
+  register: bert_job
+"""
+
+RETURN = r"""
+job:
+  description: Name and namespace of the Volcano Job.
+  returned: always
+  type: dict
+  sample: {name: bert-pretrain, namespace: training}
+would:
+  description: What O(state=present) does or did - V(create), V(replace) or V(nothing) (V(delete) or V(nothing) for absent).
+  returned: with state present or absent
+  type: str
+manifest:
+  description: The rendered Volcano Job.
+  returned: with state present
+  type: dict
+spec_hash:
+  description: The annotation C(trainium.eks/spec-hash) of the rendered Job.
+  returned: with state present
+  type: str
+fingerprint:
+  description: The compile-cache fingerprint of a precompile run.
+  returned: with mode precompile and state present
+  type: str
+skipped_precompile:
+  description: Whether the precompile run was skipped because its cache set is complete.
+  returned: when it was
+  type: bool
+status:
+  description: The Job's state.
+  returned: with state status, and with state present when the Job was there already or after the wait
+  type: dict
+  contains:
+    exists:
+      description: Whether the Job exists.
+      type: bool
+    phase:
+      description: The Volcano Job's phase (Pending, Running, Restarting, Completed, Failed, Aborted, ...).
+      type: str
+    pods:
+      description: Pods by phase - pending, running, succeeded, failed, terminating.
+      type: dict
+    last_log:
+      description: The last C(LOG ...) line of rank 0's log.
+      type: str
+    log_error:
+      description: V(log unavailable) and why, when the API refused rank 0's log.
+      type: str
+    pending_reason:
+      description: The scheduler's reason for Pending pods, for example V(0/4 nodes are unavailable... Insufficient aws.amazon.com/neuron).
+      type: str
+    failed_pods:
+      description: Failed pods - name, exit_code, reason, message, and for the first one log (its last O(log_lines) lines) and log_error.
+      type: list
+      elements: dict
+    failed_for_good:
+      description: Whether the Job failed, or a pod failed that no restart will replace.
+      type: bool
+    retry_count:
+      description: The Job's restarts so far.
+      type: int
+    cache_recorded:
+      description: With mode precompile and a Completed Job, whether the cache set's record matches.
+      type: bool
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+from ansible_collections.trainium.eks.plugins.module_utils import trainium_neuron_job as neuron_job
+
+try:
+    from kubernetes import config as kube_config
+    from kubernetes.config.config_exception import ConfigException
+except ImportError:
+    kube_config = None
+    ConfigException = Exception
+
+ARGUMENT_SPEC = dict(
+    state=dict(type="str", choices=["present", "absent", "status"], default="present"),
+    name=dict(type="str", required=True),
+    job_name=dict(type="str"),
+    namespace=dict(type="str", default="training"),
+    queue=dict(type="str", default="test"),
+    image=dict(type="str"),
+    script=dict(type="str"),
+    script_args=dict(type="list", elements="str", default=[]),
+    nnodes=dict(type="int", default=2),
+    nproc_per_node=dict(type="int", default=32),
+    instance_type=dict(type="str", default="trn1.32xlarge"),
+    neuron_devices=dict(type="int"),
+    efa_interfaces=dict(type="int"),
+    rdzv_backend=dict(type="str", choices=["etcd", "etcd-v2", "c10d"], default="etcd"),
+    rdzv_endpoint=dict(type="str"),
+    bf16=dict(type="bool", default=False),
+    cacheset=dict(type="str", default="default"),
+    claim_name=dict(type="str", default="fsx-claim"),
+    mount_path=dict(type="str", default="/data"),
+    cache_root=dict(type="str"),
+    max_retry=dict(type="int", default=3),
+    mode=dict(type="str", choices=["train", "precompile"], default="train"),
+    steps_this_run=dict(type="int"),
+    labels=dict(type="dict", default={}),
+    tolerations=dict(type="list", elements="dict", default=[]),
+    node_selector=dict(type="dict", default={}),
+    env=dict(type="dict", default={}),
+    priority_class_name=dict(type="str"),
+    service_account_name=dict(type="str"),
+    propagation_policy=dict(type="str", choices=["Foreground", "Background"], default="Foreground"),
+    delete_timeout=dict(type="int", default=300),
+    wait=dict(type="bool", default=True),
+    wait_for=dict(type="str", choices=["running", "completed"], default="completed"),
+    wait_timeout=dict(type="int", default=3600),
+    report_every=dict(type="float", default=30),
+    pending_timeout=dict(type="float", default=60),
+    log_lines=dict(type="int", default=20),
+    kubeconfig=dict(type="path"),
+    context=dict(type="str"),
+)
+
+
+def api_client(params):
+    path = params["kubeconfig"] or os.environ.get("K8S_AUTH_KUBECONFIG") or os.environ.get("KUBECONFIG") or None
+    return kube_config.new_client_from_config(config_file=path, context=params["context"])
+
+
+def make_api(params):
+    """The Kubernetes calls (replaced by a stub in the unit tests)."""
+    return neuron_job.KubeJobApi(api_client(params))
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=ARGUMENT_SPEC,
+        required_if=[("state", "present", ("image", "script"))],
+        supports_check_mode=True,
+    )
+    params = module.params
+    problems = neuron_job.problems(params)
+    if kube_config is None:
+        module.fail_json(msg=missing_required_lib("kubernetes"))
+    if problems:
+        module.fail_json(msg="\n".join(problems))
+    try:
+        api = make_api(params)
+        if params["state"] == "present":
+            result = neuron_job.present(api, params, module.check_mode, params["delete_timeout"])
+        elif params["state"] == "absent":
+            result = neuron_job.absent(api, params, module.check_mode, params["delete_timeout"])
+        else:
+            result = {"changed": False, "job": {"name": neuron_job.job_name(params), "namespace": params["namespace"]},
+                      "status": neuron_job.status(api, params, module.check_mode)}
+            result["changed"] = bool(result["status"].get("cache_record_written"))
+    except (ConfigException, neuron_job.JobError, OSError) as e:
+        module.fail_json(msg=f"kubeconfig/cluster: {e}")
+    else:
+        module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
