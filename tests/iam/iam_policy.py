@@ -53,13 +53,14 @@ import re
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 HERE = pathlib.Path(__file__).resolve().parent
 POLICY_DIR = ROOT / "docs" / "iam"
-STAGES = ("preflight", "infrastructure", "teardown")
+STAGES = ("preflight", "infrastructure", "training", "teardown")
 # trainium-eks-<stage>.json, or trainium-eks-<stage>-<part>.json when a stage needs more than one managed policy.
 POLICY_FILE_RE = re.compile(r"^trainium-eks-(?P<stage>[a-z]+)(?:-(?P<part>[a-z]+))?\.json$")
 # The first word of a play's name says its stage; the other plays (Validate, Summary) call no AWS API.
 # The platform stage's only AWS calls read the file system of the infrastructure
 # stage (platform.yml run alone): it runs under the infrastructure policies.
-PLAY_STAGES = {"Preflight": "preflight", "Infrastructure": "infrastructure", "Platform": "infrastructure", "Teardown": "teardown"}
+PLAY_STAGES = {"Preflight": "preflight", "Infrastructure": "infrastructure", "Platform": "infrastructure", "Training": "training",
+               "Teardown": "teardown"}
 PLACEHOLDERS = ("ACCOUNT_ID", "REGION", "CLUSTER_NAME", "REPOSITORY_NAME")
 # IAM's limit for a customer managed policy, whitespace not counted ...
 MANAGED_POLICY_MAX_CHARS = 6144
@@ -111,6 +112,9 @@ NEEDS_NO_PERMISSION = {
 
 _UPDATE = "changes an existing deployment; the recorded runs create it, rerun it unchanged and park a pool"
 _TAG_ON_CREATE = "AWS authorizes the tags of a create call separately; the call itself is the create"
+_REGISTRY = ("the image builder's pushes and pulls go to the registry API with the GetAuthorizationToken token, "
+             "which AWS authorizes as these actions (no botocore request to record)")
+_TRAINING_ALONE = "playbooks/training.yml alone: the training image role reads the repository the infrastructure stage made"
 _ACCESS_ENTRIES = "eks_cluster's access entries (issue 9): recorded once the module manages them on the rehearsal"
 # Policy actions that the recorded runs of test_infrastructure.py do not request, and why they stay.
 NOT_RECORDED = {
@@ -173,6 +177,18 @@ NOT_RECORDED = {
         "logs:TagResource": _TAG_ON_CREATE,
         "logs:UntagLogGroup": _UPDATE,
         "logs:UntagResource": _UPDATE,
+    },
+    "training": {
+        "ecr:BatchCheckLayerAvailability": _REGISTRY,
+        "ecr:BatchGetImage": _REGISTRY,
+        "ecr:CompleteLayerUpload": _REGISTRY,
+        "ecr:DescribeRepositories": _TRAINING_ALONE,
+        "ecr:GetDownloadUrlForLayer": _REGISTRY,
+        "ecr:GetLifecyclePolicy": _TRAINING_ALONE,
+        "ecr:InitiateLayerUpload": _REGISTRY,
+        "ecr:ListTagsForResource": _TRAINING_ALONE,
+        "ecr:PutImage": _REGISTRY,
+        "ecr:UploadLayerPart": _REGISTRY,
     },
     "teardown": {
         "eks:DeleteAccessEntry": _ACCESS_ENTRIES,
