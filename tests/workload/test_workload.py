@@ -95,7 +95,7 @@ def _crc32c_bitwise(data):
     crc = 0xFFFFFFFF
     for byte in data:
         crc ^= byte
-        for _ in range(8):
+        for _bit in range(8):
             crc = (crc >> 1) ^ (0x82F63B78 * (crc & 1))
     return crc ^ 0xFFFFFFFF
 
@@ -252,9 +252,9 @@ def test_tiny_bert_trains_single_process(train_venv, shards, tmp_path):
         for tag, value in event["values"].items():
             series.setdefault(tag, []).append((event["step"], value))
     assert sorted(series) == ["train/learning_rate", "train/loss", "train/throughput"]
-    assert [s for s, _ in series["train/loss"]] == list(range(1, 61))
-    assert [round(v, 4) for _, v in series["train/loss"]] == pytest.approx(losses, abs=1e-4)
-    assert all(v > 0 for _, v in series["train/throughput"])
+    assert [s for s, _value in series["train/loss"]] == list(range(1, 61))
+    assert [round(v, 4) for _step, v in series["train/loss"]] == pytest.approx(losses, abs=1e-4)
+    assert all(v > 0 for _step, v in series["train/throughput"])
 
     assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["ckpt_50.pt", "ckpt_60.pt"]
 
@@ -311,7 +311,7 @@ def test_two_launchers_rendezvous_through_etcd(train_venv, shards, tmp_path, sha
                "--max_steps", "8", "--warmup_steps", "2", "--lr", "1e-3", "--checkpoint_steps", "4"]
     started = time.time()
     launchers = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                  env=_env(train_venv), cwd=str(tmp_path)) for _ in range(2)]
+                                  env=_env(train_venv), cwd=str(tmp_path)) for _node in range(2)]
     outputs = []
     try:
         for launcher in launchers:
@@ -370,6 +370,7 @@ def loopback_bucket(tmp_path):
     """A loopback HTTP server standing in for public S3 objects: {bucket}/{key} under a directory."""
     root = tmp_path / "bucket-root"
     root.mkdir()
+
     class Quiet(http.server.SimpleHTTPRequestHandler):
         def log_message(self, *args):  # pylint: disable=arguments-differ
             pass

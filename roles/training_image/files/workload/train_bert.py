@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # -*- coding: utf-8 -*-
 # Copyright: Contributors to the trainium.eks project
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
@@ -109,7 +108,7 @@ class BertForPreTraining(nn.Module):
         self.token_type_embeddings = nn.Embedding(cfg["type_vocab_size"], hidden)
         self.embedding_norm = nn.LayerNorm(hidden, eps=1e-12)
         self.embedding_dropout = nn.Dropout(cfg["hidden_dropout_prob"])
-        self.layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg["num_hidden_layers"]))
+        self.layers = nn.ModuleList(EncoderLayer(cfg) for _layer in range(cfg["num_hidden_layers"]))
         self.pooler = nn.Linear(hidden, hidden)
         self.mlm_transform = nn.Linear(hidden, hidden)
         self.mlm_norm = nn.LayerNorm(hidden, eps=1e-12)
