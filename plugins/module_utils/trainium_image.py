@@ -2,7 +2,7 @@
 # Copyright: Contributors to the trainium.eks project
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""Container image helpers of trainium.eks.container_image (no Ansible imports, unit-tested).
+"""Container image helpers of trainium.eks.container_image (unit-tested).
 
 - :func:`context_digest` / :func:`content_tag`: the content-addressed tag of a
   build context (sorted relative paths, file contents, modes, build args);
@@ -22,11 +22,11 @@ import hashlib
 import json
 import os
 import shutil
-import ssl
 import stat
 import tempfile
 import urllib.error
-import urllib.request
+
+from ansible.module_utils.urls import open_url
 
 BUILDERS = ("buildah", "podman", "docker")
 # The Debian packages that provide each builder.
@@ -141,35 +141,38 @@ def auth_file(registry, user, password, directory=None):
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def ssl_context(ca_dir=None):
-    """Default TLS verification, plus every *.crt / *.pem CA of ca_dir when given."""
-    context = ssl.create_default_context()
-    if ca_dir:
-        cas = sorted(glob.glob(os.path.join(ca_dir, "*.crt")) + glob.glob(os.path.join(ca_dir, "*.pem")))
-        if not cas:
-            raise ImageError(f"registry_ca_dir: got {ca_dir!r}; allowed: a directory with the registry's CA certificate as *.crt")
+def ca_bundle(ca_dir, directory):
+    """Write every *.crt / *.pem CA of ca_dir into one PEM file in directory; its path (None without ca_dir)."""
+    if not ca_dir:
+        return None
+    cas = sorted(glob.glob(os.path.join(ca_dir, "*.crt")) + glob.glob(os.path.join(ca_dir, "*.pem")))
+    if not cas:
+        raise ImageError(f"registry_ca_dir: got {ca_dir!r}; allowed: a directory with the registry's CA certificate as *.crt")
+    bundle = os.path.join(directory, "registry-ca.pem")
+    with open(bundle, "w", encoding="utf-8") as out:
         for path in cas:
-            context.load_verify_locations(cafile=path)
-    return context
+            with open(path, encoding="utf-8") as handle:
+                out.write(handle.read().rstrip("\n") + "\n")
+    return bundle
 
 
 class Registry:
-    """The registry v2 API of one repository, with basic auth."""
+    """The registry v2 API of one repository, with basic auth (the CA bundle of ca_path, else the system's)."""
 
-    def __init__(self, registry, user, password, context=None, urlopen=urllib.request.urlopen, timeout=30):
+    def __init__(self, registry, user, password, ca_path=None, opener=open_url, timeout=30):
         self.base = f"https://{registry}"
         self.registry = registry
         self.authorization = "Basic " + base64.b64encode(f"{user}:{password}".encode("utf-8")).decode("ascii")
-        self.context = context
-        self.urlopen = urlopen
+        self.ca_path = ca_path
+        self.opener = opener
         self.timeout = timeout
 
     def _request(self, method, path):
-        request = urllib.request.Request(self.base + path, method=method,
-                                         headers={"Accept": MANIFEST_ACCEPT, "Authorization": self.authorization})
+        headers = {"Accept": MANIFEST_ACCEPT, "Authorization": self.authorization}
         try:
-            with self.urlopen(request, timeout=self.timeout, context=self.context) as answer:
-                return answer.status, answer.headers
+            answer = self.opener(self.base + path, method=method, headers=headers, timeout=self.timeout,
+                                 ca_path=self.ca_path, use_netrc=False)
+            return answer.status, answer.headers
         except urllib.error.HTTPError as error:
             return error.code, error.headers
         except (urllib.error.URLError, OSError) as error:

@@ -166,7 +166,6 @@ msg:
 
 import os
 import subprocess
-import tempfile
 import time
 
 try:
@@ -205,38 +204,60 @@ def run(module, args, timeout, what):
     return completed.returncode, completed.stdout + completed.stderr, time.monotonic() - started
 
 
-def build_and_push(module, params, builder, path, image, registry, login, containerfile):
-    """Build (and push) image; the result fields."""
+def build_and_push(module, params, builder, path, image, registry, authfile, containerfile):
+    """Build (and push) image with the login in authfile; the result fields."""
     result = {"built": False, "pushed": False, "build_seconds": 0.0, "push_seconds": 0.0, "digest": None}
     cert_dir = params["registry_ca_dir"]
-    with ti.auth_file(registry, *login) as authfile:
-        rc, output, seconds = run(module, ti.build_command(
-            builder, path, params["builder_options"], containerfile, params["context_dir"], image,
-            build_args=params["build_args"], isolation=params["isolation"], cert_dir=cert_dir, authfile=authfile,
-        ), params["timeout"], f"building {image}")
-        result["build_seconds"] = round(seconds, 1)
-        if rc != 0:
-            with open(containerfile, encoding="utf-8") as handle:
-                bases = ti.base_images(handle.read())
-            if ti.looks_like_pull_failure(output):
-                module.fail_json(msg=f"{builder} could not pull the base image {', '.join(bases) or '?'} (rc {rc}); "
-                                     f"last lines of its output:\n{ti.last_lines(output)}", builder=builder, image=image)
-            module.fail_json(msg=f"{builder} failed to build {image} (rc {rc}); last lines of its output:\n{ti.last_lines(output)}",
-                             builder=builder, image=image)
-        result["built"] = True
-        if not params["push"]:
-            return result
-        rc, output, seconds = run(module, ti.push_command(
-            builder, path, params["builder_options"], image, authfile=authfile, cert_dir=cert_dir,
-        ), params["timeout"], f"pushing {image}")
-        result["push_seconds"] = round(seconds, 1)
-        if rc != 0:
-            module.fail_json(msg=f"the registry {registry} refused the push of {image} (rc {rc}); last lines of {builder}'s output:\n"
-                                 f"{ti.last_lines(output)}", builder=builder, image=image, built=True)
-        result["pushed"] = True
+    rc, output, seconds = run(module, ti.build_command(
+        builder, path, params["builder_options"], containerfile, params["context_dir"], image,
+        build_args=params["build_args"], isolation=params["isolation"], cert_dir=cert_dir, authfile=authfile,
+    ), params["timeout"], f"building {image}")
+    result["build_seconds"] = round(seconds, 1)
+    if rc != 0:
+        with open(containerfile, encoding="utf-8") as handle:
+            bases = ti.base_images(handle.read())
+        if ti.looks_like_pull_failure(output):
+            module.fail_json(msg=f"{builder} could not pull the base image {', '.join(bases) or '?'} (rc {rc}); "
+                                 f"last lines of its output:\n{ti.last_lines(output)}", builder=builder, image=image)
+        module.fail_json(msg=f"{builder} failed to build {image} (rc {rc}); last lines of its output:\n{ti.last_lines(output)}",
+                         builder=builder, image=image)
+    result["built"] = True
+    if not params["push"]:
+        return result
+    rc, output, seconds = run(module, ti.push_command(
+        builder, path, params["builder_options"], image, authfile=authfile, cert_dir=cert_dir,
+    ), params["timeout"], f"pushing {image}")
+    result["push_seconds"] = round(seconds, 1)
+    if rc != 0:
+        module.fail_json(msg=f"the registry {registry} refused the push of {image} (rc {rc}); last lines of {builder}'s output:\n"
+                             f"{ti.last_lines(output)}", builder=builder, image=image, built=True)
+    result["pushed"] = True
     if not params["keep_local"]:
         run(module, ti.remove_command(builder, path, params["builder_options"], image), 300, f"removing the local {image}")
     return result
+
+
+def plan_and_build(module, params, context_dir, containerfile, registry, repository, tag, login, authfile):
+    """The module's result: nothing when the tag exists, else what was (or would be) built and pushed."""
+    image = f"{registry}/{repository}:{tag}"
+    check = ti.Registry(registry, *login, ca_path=ti.ca_bundle(params["registry_ca_dir"], os.path.dirname(authfile)))
+    digest = check.manifest_digest(repository, tag)
+    result = {"image": image, "tag": tag, "digest": digest, "exists": digest is not None, "built": False,
+              "pushed": False, "builder": None, "build_seconds": 0.0, "push_seconds": 0.0}
+    if digest is not None:
+        return dict(result, changed=False, msg=f"{image} is in the registry already ({digest}): nothing to build")
+    builder, path = ti.detect_builder(params["builder"])
+    result["builder"] = builder
+    if module.check_mode:
+        action = "build and push" if params["push"] else "build"
+        return dict(result, changed=True, msg=f"would {action} {image} with {builder} from {context_dir}")
+    result.update(build_and_push(module, params, builder, path, image, registry, authfile, containerfile))
+    if result["pushed"]:
+        result["digest"] = check.manifest_digest(repository, tag)
+        if result["digest"] is None:
+            module.fail_json(msg=f"{builder} pushed {image}, but the registry does not list the tag", **result)
+    done = "built and pushed" if result["pushed"] else "built"
+    return dict(result, changed=True, msg=f"{done} {image} with {builder} in {result['build_seconds']} s")
 
 
 def main():
@@ -269,26 +290,10 @@ def main():
         inside = os.path.realpath(containerfile).startswith(os.path.realpath(context_dir) + os.sep)
         tag = ti.content_tag(params["tag_prefix"], context_dir, params["build_args"],
                              () if inside else (("containerfile", containerfile),))
-        image = f"{registry}/{repository}:{tag}"
         login = ecr_login(module)
-        check = ti.Registry(registry, *login, context=ti.ssl_context(params["registry_ca_dir"]))
-        digest = check.manifest_digest(repository, tag)
-        result = {"image": image, "tag": tag, "digest": digest, "exists": digest is not None, "built": False,
-                  "pushed": False, "builder": None, "build_seconds": 0.0, "push_seconds": 0.0}
-        if digest is not None:
-            module.exit_json(changed=False, msg=f"{image} is in the registry already ({digest}): nothing to build", **result)
-        builder, path = ti.detect_builder(params["builder"])
-        result["builder"] = builder
-        if module.check_mode:
-            action = "build and push" if params["push"] else "build"
-            module.exit_json(changed=True, msg=f"would {action} {image} with {builder} from {context_dir}", **result)
-        result.update(build_and_push(module, params, builder, path, image, registry, login, containerfile))
-        if result["pushed"]:
-            result["digest"] = check.manifest_digest(repository, tag)
-            if result["digest"] is None:
-                module.fail_json(msg=f"{builder} pushed {image}, but the registry does not list the tag", **result)
-        done = "built and pushed" if result["pushed"] else "built"
-        module.exit_json(changed=True, msg=f"{done} {image} with {builder} in {result['build_seconds']} s", **result)
+        with ti.auth_file(registry, *login) as authfile:
+            result = plan_and_build(module, params, context_dir, containerfile, registry, repository, tag, login, authfile)
+        module.exit_json(**result)
     except ti.ImageError as e:
         module.fail_json(msg=str(e))
 

@@ -219,6 +219,7 @@ registry_base_image() {
   fi
   tag="${ref##*:}"
   say "registry: building the base image $ref from Debian packages ($REGISTRY_BASE_PACKAGES)"
+  # shellcheck disable=SC2153  # CACHE: lib.sh's cache directory, kept across stacks
   cache="$CACHE/debs"
   work="$STATE/buildah/base-$tag"
   mkdir -p "$cache" "$STATE/buildah/home"

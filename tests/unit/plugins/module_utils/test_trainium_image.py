@@ -141,45 +141,47 @@ class FakeAnswer:
 
 
 def fake_urlopen(status, digest=None, seen=None):
-    def urlopen(request, timeout=None, context=None):
+    """A stand-in for ansible's open_url: records the call, answers status (HTTPError from 400 on, as open_url)."""
+    def urlopen(url, method=None, headers=None, timeout=None, ca_path=None, use_netrc=True):
         if seen is not None:
-            seen.append(request)
-        headers = email.message.Message()
+            seen.append({"url": url, "method": method, "headers": headers, "ca_path": ca_path, "use_netrc": use_netrc})
+        answer_headers = email.message.Message()
         if digest:
-            headers["Docker-Content-Digest"] = digest
+            answer_headers["Docker-Content-Digest"] = digest
         if status >= 400:
-            raise urllib.error.HTTPError(request.full_url, status, "no", headers, io.BytesIO(b""))
-        return FakeAnswer(status, headers)
+            raise urllib.error.HTTPError(url, status, "no", answer_headers, io.BytesIO(b""))
+        return FakeAnswer(status, answer_headers)
 
     return urlopen
 
 
 def test_manifest_check_found_sends_accept_and_basic_auth():
     seen = []
-    registry = ti.Registry("127.0.0.1:5050", "AWS", "pw", urlopen=fake_urlopen(200, "sha256:abc", seen))
+    registry = ti.Registry("127.0.0.1:5050", "AWS", "pw", ca_path="/ca.pem", opener=fake_urlopen(200, "sha256:abc", seen))
     assert registry.manifest_digest("bert", "0.1.0-abc") == "sha256:abc"
     request = seen[0]
-    assert request.get_method() == "HEAD"
-    assert request.full_url == "https://127.0.0.1:5050/v2/bert/manifests/0.1.0-abc"
-    assert "application/vnd.oci.image.manifest.v1+json" in request.get_header("Accept")
-    assert "application/vnd.docker.distribution.manifest.v2+json" in request.get_header("Accept")
-    assert request.get_header("Authorization") == "Basic " + base64.b64encode(b"AWS:pw").decode()
+    assert request["method"] == "HEAD"
+    assert request["url"] == "https://127.0.0.1:5050/v2/bert/manifests/0.1.0-abc"
+    assert "application/vnd.oci.image.manifest.v1+json" in request["headers"]["Accept"]
+    assert "application/vnd.docker.distribution.manifest.v2+json" in request["headers"]["Accept"]
+    assert request["headers"]["Authorization"] == "Basic " + base64.b64encode(b"AWS:pw").decode()
+    assert request["ca_path"] == "/ca.pem" and request["use_netrc"] is False
 
 
 def test_manifest_check_missing_and_refused():
-    assert ti.Registry("r:1", "AWS", "pw", urlopen=fake_urlopen(404)).manifest_digest("bert", "t") is None
+    assert ti.Registry("r:1", "AWS", "pw", opener=fake_urlopen(404)).manifest_digest("bert", "t") is None
     with pytest.raises(ti.ImageError, match="refused the ECR token .*HTTP 401"):
-        ti.Registry("r:1", "AWS", "pw", urlopen=fake_urlopen(401)).manifest_digest("bert", "t")
+        ti.Registry("r:1", "AWS", "pw", opener=fake_urlopen(401)).manifest_digest("bert", "t")
     with pytest.raises(ti.ImageError, match="HTTP 500"):
-        ti.Registry("r:1", "AWS", "pw", urlopen=fake_urlopen(500)).manifest_digest("bert", "t")
+        ti.Registry("r:1", "AWS", "pw", opener=fake_urlopen(500)).manifest_digest("bert", "t")
 
 
 def test_manifest_check_unreachable():
-    def urlopen(request, timeout=None, context=None):
+    def urlopen(url, **kwargs):
         raise urllib.error.URLError("connection refused")
 
     with pytest.raises(ti.ImageError, match="did not answer HEAD .*connection refused"):
-        ti.Registry("r:1", "AWS", "pw", urlopen=urlopen).manifest_digest("bert", "t")
+        ti.Registry("r:1", "AWS", "pw", opener=urlopen).manifest_digest("bert", "t")
 
 
 def test_repository_uri_and_base_images():
@@ -194,6 +196,15 @@ def test_repository_uri_and_base_images():
     assert not ti.looks_like_pull_failure("error building at STEP \"RUN false\": exit status 1")
 
 
-def test_ca_dir_without_certificates_is_refused(tmp_path):
+def test_ca_bundle_joins_the_certificates_and_refuses_an_empty_dir(tmp_path):
+    cas = tmp_path / "certs.d"
+    cas.mkdir()
     with pytest.raises(ti.ImageError, match="registry_ca_dir"):
-        ti.ssl_context(str(tmp_path))
+        ti.ca_bundle(str(cas), str(tmp_path))
+    (cas / "a.crt").write_text("-----BEGIN CERTIFICATE-----\nA\n-----END CERTIFICATE-----")
+    (cas / "b.crt").write_text("-----BEGIN CERTIFICATE-----\nB\n-----END CERTIFICATE-----\n")
+    (cas / "client.key").write_text("not a CA")
+    bundle = ti.ca_bundle(str(cas), str(tmp_path))
+    assert open(bundle, encoding="utf-8").read().count("BEGIN CERTIFICATE") == 2
+    assert "not a CA" not in open(bundle, encoding="utf-8").read()
+    assert ti.ca_bundle("", str(tmp_path)) is None
