@@ -195,3 +195,13 @@ def test_the_rehearsal_base_image_is_debian_busybox(rehearsal):
     status, config = registry.get(f"/v2/{repository}/blobs/{manifest['config']['digest']}", accept="*/*")
     assert config["config"]["Cmd"] == ["/bin/sh"]
     assert any(item.startswith("PATH=") and "/bin" in item for item in config["config"]["Env"])
+
+
+def test_check_mode_on_an_empty_account_says_what_it_would_build(image_run, aws, rehearsal):
+    checked, facts, _seconds = image_run(check=True)
+    assert checked.rc == 0, checked
+    repository = image_run.base["trainium_image"]["repository"]
+    assert f"Would build {repository} FROM {rehearsal['TRAINIUM_REHEARSAL_BASE_IMAGE']}" in checked.text, checked
+    assert facts == {"image": None, "tag": None, "digest": None, "built": False}
+    assert aws.client("ecr").describe_repositories()["repositories"] == []
+    assert Registry(rehearsal).tags(repository) == []
