@@ -202,7 +202,10 @@ def private_moto(shared_rehearsal, tmp_path_factory):
     """
     state = tmp_path_factory.mktemp(f"moto-{_xdist_worker()}")
     (state / "pki").symlink_to(pathlib.Path(shared_rehearsal["TRAINIUM_REHEARSAL_DIR"]) / "pki")
-    env = dict(os.environ, TRAINIUM_REHEARSAL_SERVICES="moto", TRAINIUM_REHEARSAL_DIR=str(state), TRAINIUM_MOTO_PORT=str(_free_port()))
+    # Its ECR answers with the shared registry (tools/rehearsal/moto_ext_ecr.py reads the password there).
+    (state / "registry").symlink_to(pathlib.Path(shared_rehearsal["TRAINIUM_REHEARSAL_DIR"]) / "registry")
+    env = dict(os.environ, TRAINIUM_REHEARSAL_SERVICES="moto", TRAINIUM_REHEARSAL_DIR=str(state), TRAINIUM_MOTO_PORT=str(_free_port()),
+               TRAINIUM_REHEARSAL_REGISTRY=shared_rehearsal.get("TRAINIUM_REGISTRY", ""))
     up = subprocess.run([str(REHEARSAL), "up"], env=env, capture_output=True, text=True, check=False)
     assert up.returncode == 0, f"the private moto of {_xdist_worker()} did not start:\n{up.stdout}{up.stderr}"
     private = _read_env_file(state / "env.sh", base=env)

@@ -725,6 +725,41 @@ def monitoring_problems(values):
     return problems
 
 
+BUILD_ARG_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+SECRET_WORD_RE = re.compile(r"(PASSWORD|PASSWD|SECRET|TOKEN|CREDENTIAL|PRIVATE_KEY|ACCESS_KEY)", re.IGNORECASE)
+SECRET_BUILDER_OPTIONS = ("--creds", "--password", "--username", "-p", "-u", "--authfile", "--config")
+
+
+def training_image_problems(values):
+    """The training_image role: no secret on a command line or in build args, paths, timeout, isolation."""
+    problems = Problems()
+    options = values.get("training_image_builder_options") or []
+    for index, option in enumerate(options if isinstance(options, list) else []):
+        if str(option).split("=", 1)[0] in SECRET_BUILDER_OPTIONS:
+            problems.add(f"training_image_builder_options[{index}]", option,
+                         "global builder options without credentials or auth files (the role gives the builder a "
+                         "temporary auth file with ECR's token)")
+    build_args = values.get("training_image_build_args") or {}
+    for key in (build_args if isinstance(build_args, dict) else {}):
+        if not BUILD_ARG_NAME_RE.match(str(key)):
+            problems.add(f"training_image_build_args.{key}", key, "a build argument name (letters, digits and _)")
+        elif SECRET_WORD_RE.search(str(key)):
+            problems.add(f"training_image_build_args.{key}", key,
+                         "no secrets: build arguments stay in the image's history; pass secrets at run time")
+    for name in ("training_image_registry_ca_dir", "training_image_context_dir", "training_image_workload_dir"):
+        path = values.get(name) or ""
+        if path and not (path.startswith("/") or path.startswith("~")):
+            problems.add(name, path, "empty or an absolute path (or one starting with ~)")
+    if (values.get("training_image_context_dir") or "") in ("/", "~", "~/"):
+        problems.add("training_image_context_dir", values.get("training_image_context_dir"),
+                     "a directory of its own (absent removes it)")
+    if values.get("training_image_builder") == "docker" and values.get("training_image_isolation"):
+        problems.add("training_image_isolation", values.get("training_image_isolation"),
+                     "empty with training_image_builder docker (isolation is a buildah/podman option)")
+    problems.check_int("training_image_timeout", values.get("training_image_timeout"), 60, 86400)
+    return problems
+
+
 TRAINING_JOB_TIMEOUTS = {
     "training_job_wait_timeout": (60, 2_592_000),
     "training_job_pending_timeout": (10, 3600),
@@ -781,6 +816,7 @@ ROLE_RULES = {
     "volcano": volcano_problems,
     "etcd": etcd_problems,
     "fsx_csi": fsx_csi_problems,
+    "training_image": training_image_problems,
     "training_job": training_job_problems,
     "training_data": training_data_problems,
     "monitoring": monitoring_problems,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import pathlib
+import urllib.error
 import urllib.request
 
 import botocore.exceptions
@@ -150,3 +151,35 @@ def test_eks_cluster_gets_its_security_group_and_loses_it_with_the_cluster(aws):
     eks.delete_cluster(name="sg-probe")
     left = ec2.describe_security_groups(Filters=[{"Name": "vpc-id", "Values": [vpc]}])["SecurityGroups"]
     assert [g["GroupName"] for g in left] == ["default"]
+
+
+def test_ecr_token_and_repository_uri_point_at_the_rehearsal_registry(aws, rehearsal):
+    """GetAuthorizationToken answers the registry's password for user AWS; repositoryUri is the local registry."""
+    import datetime  # pylint: disable=import-outside-toplevel
+    import ssl  # pylint: disable=import-outside-toplevel
+
+    ecr = aws.client("ecr")
+    uri = ecr.create_repository(repositoryName="team/bert")["repository"]["repositoryUri"]
+    assert uri == f"{rehearsal['TRAINIUM_REGISTRY']}/team/bert"
+    assert ecr.describe_repositories()["repositories"][0]["repositoryUri"] == uri
+    data = ecr.get_authorization_token()["authorizationData"]
+    assert len(data) == 1
+    user, password = base64.b64decode(data[0]["authorizationToken"]).decode().split(":", 1)
+    assert (user, password) == ("AWS", rehearsal["TRAINIUM_REGISTRY_PASSWORD"])
+    assert data[0]["proxyEndpoint"] == rehearsal["TRAINIUM_REGISTRY_URL"]
+    left = data[0]["expiresAt"] - datetime.datetime.now(datetime.timezone.utc)
+    assert datetime.timedelta(hours=11, minutes=50) < left <= datetime.timedelta(hours=12, minutes=1)
+
+    # The token is a working login: the registry lets AWS in, and nobody with another password.
+    context = ssl.create_default_context(cafile=rehearsal["TRAINIUM_REGISTRY_CA_FILE"])
+
+    def v2_status(token):
+        request = urllib.request.Request(data[0]["proxyEndpoint"] + "/v2/", headers={"Authorization": f"Basic {token}"})
+        try:
+            with urllib.request.urlopen(request, timeout=10, context=context) as answer:
+                return answer.status
+        except urllib.error.HTTPError as error:
+            return error.code
+
+    assert v2_status(data[0]["authorizationToken"]) == 200
+    assert v2_status(base64.b64encode(f"AWS:{password}x".encode()).decode()) == 401

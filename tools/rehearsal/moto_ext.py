@@ -20,6 +20,8 @@ an ``install()`` that patches moto and a docstring that lists its additions:
   CREATING/UPDATING/DELETING lifecycle and tags.
 - moto_ext_fsx.py: the file system lifecycle, UpdateFileSystem, AWS's
   DescribeFileSystems shape, network interfaces, automatic and final backups.
+- moto_ext_ecr.py: GetAuthorizationToken and repositoryUri point at the
+  rehearsal's registry (its password as the token of user AWS).
 - moto_ext_ssm.py: the public SSM parameters of the EKS-optimized AMIs.
 - moto_ext_servicequotas.py: the EC2 vCPU quotas of Trainium instances.
 - moto_ext_faults.py: faults a test provokes through the API (a node group
@@ -31,6 +33,7 @@ moto_server.py starts moto server after ``install()``.
 from __future__ import annotations
 
 import moto_ext_ec2
+import moto_ext_ecr
 import moto_ext_eks
 import moto_ext_eks_addons
 import moto_ext_faults
@@ -38,7 +41,7 @@ import moto_ext_fsx
 import moto_ext_servicequotas
 import moto_ext_ssm
 
-SERVICES = (moto_ext_ec2, moto_ext_eks, moto_ext_eks_addons, moto_ext_fsx, moto_ext_servicequotas, moto_ext_ssm, moto_ext_faults)
+SERVICES = (moto_ext_ec2, moto_ext_ecr, moto_ext_eks, moto_ext_eks_addons, moto_ext_fsx, moto_ext_servicequotas, moto_ext_ssm, moto_ext_faults)
 
 
 def install():
