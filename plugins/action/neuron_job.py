@@ -51,6 +51,11 @@ def progress_line(what, status, elapsed):
     return line
 
 
+def brief(result):
+    """A failed wait's result without the rendered manifest: the message says what went wrong, the manifest is noise."""
+    return {key: value for key, value in result.items() if key != "manifest"}
+
+
 def failure_message(what, status):
     """The failure of a failed Job: the failing pod's name, exit code and last log lines."""
     pods = status.get("failed_pods") or []
@@ -99,7 +104,7 @@ class ActionModule(ActionBase):
             answer = self._status(args, task_vars)
             elapsed = time.monotonic() - started
             if answer.get("failed"):
-                return dict(result, failed=True, msg=f"waiting for {what}: {answer.get('msg')}")
+                return dict(brief(result), failed=True, msg=f"waiting for {what}: {answer.get('msg')}")
             status = answer.get("status") or {}
             result["status"] = status
             if answer.get("changed"):
@@ -117,22 +122,22 @@ class ActionModule(ActionBase):
                                     f"({status.get('retry_count')}/{status.get('max_retry')} restarts so far)")
             result["elapsed"] = round(elapsed, 1)
             if not status.get("exists"):
-                return dict(result, failed=True, msg=f"{what} is gone after {duration(elapsed)} (deleted while waiting?)")
+                return dict(brief(result), failed=True, msg=f"{what} is gone after {duration(elapsed)} (deleted while waiting?)")
             if status.get("done") or (wait_for == "running" and status.get("phase") == "Running"
                                       and pods.get("running", 0) >= max(int(status.get("nnodes") or 0), 1)):
                 result["msg"] = f"{what} is {status.get('phase')} after {duration(elapsed)}"
                 return result
             if status.get("failed_for_good"):
-                return dict(result, failed=True, msg=failure_message(what, status))
+                return dict(brief(result), failed=True, msg=failure_message(what, status))
             if status.get("pending_reason") and (pods.get("pending") or status.get("phase") == "Pending"):
                 pending_since = elapsed if pending_since is None else pending_since
                 if elapsed - pending_since >= pending_timeout:
-                    return dict(result, failed=True,
+                    return dict(brief(result), failed=True,
                                 msg=f"{what} stays Pending ({pods.get('pending', 0)} pod(s) pending, {duration(elapsed - pending_since)}): "
                                     f"{status['pending_reason']}")
             else:
                 pending_since = None
             if elapsed >= timeout:
-                return dict(result, failed=True, msg=f"{what} is still {status.get('phase')} after {duration(elapsed)} "
+                return dict(brief(result), failed=True, msg=f"{what} is still {status.get('phase')} after {duration(elapsed)} "
                                                      f"(wait_timeout {duration(timeout)}, waiting for {wait_for})")
             time.sleep(min(POLL_EVERY, report_every))

@@ -422,6 +422,21 @@ def rank0(pods):
     return max(zero, key=lambda p: (p.get("metadata") or {}).get("creationTimestamp") or "", default=None)
 
 
+# How many pods' log tails one status reads to find the rank-0 LOG line.
+LOG_SEARCH_PODS = 16
+
+
+def log_candidates(pods):
+    """The live pods whose log may hold the rank-0 LOG line, replica 0 first.
+
+    torchrun's etcd rendezvous gives node rank 0 to whichever agent arrives first, so the global rank 0
+    worker (the one that prints LOG lines) can be in any pod; replica 0 is the likeliest.
+    """
+    live = [pod for pod in pods if _alive(pod) and ((pod.get("status") or {}).get("phase") in ("Running", "Succeeded", "Failed"))]
+    newest = sorted(live, key=lambda p: (p.get("metadata") or {}).get("creationTimestamp") or "", reverse=True)
+    return sorted(newest, key=lambda p: replica_of(p) != 0)[:LOG_SEARCH_PODS]
+
+
 def summarize(job, pods, podgroups, events, nodes=None):
     """The status part of the result, from the Job, its pods, PodGroups, events and the nodes (no log lines yet)."""
     spec = (job or {}).get("spec") or {}
@@ -599,10 +614,13 @@ def status(api, params, check_mode=False, job=None):
     nodes = api.nodes(",".join(f"{k}={v}" for k, v in sorted(selector.items()))) if waiting else None
     summary = summarize(job, pods, groups, events, nodes)
     summary["last_log"], summary["log_error"] = None, None
-    zero = rank0(pods)
-    if zero is not None and ((zero.get("status") or {}).get("phase") in ("Running", "Succeeded", "Failed")):
-        text, error = api.log(namespace, zero["metadata"]["name"], max(int(params.get("log_lines") or 20), 200))
-        summary["last_log"], summary["log_error"] = last_log_line(text), error
+    for pod in log_candidates(pods):
+        text, error = api.log(namespace, pod["metadata"]["name"], max(int(params.get("log_lines") or 20), 200))
+        summary["log_error"] = summary["log_error"] or error
+        line = last_log_line(text)
+        if line:
+            summary["last_log"], summary["log_error"] = line, None
+            break
     if summary["failed_pods"]:
         first = summary["failed_pods"][0]
         text, error = api.log(namespace, first["name"], int(params.get("log_lines") or 20))

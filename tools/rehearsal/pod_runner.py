@@ -63,6 +63,8 @@ STANDINS = ROOT / "tools" / "rehearsal" / "standins"
 SITECUSTOMIZE_DIR = STANDINS / "python"
 
 WORKLOAD_LABEL = "trainium.eks/workload"
+# A CSI node-driver-registrar's argument that names the driver it registers with the kubelet.
+CSI_REGISTRATION_RE = re.compile(r"^--kubelet-registration-path=/var/lib/kubelet/plugins/(?P<driver>[A-Za-z0-9.-]+)/csi\.sock$")
 KWOK_NODE_SELECTOR = "type=kwok"
 ANNOTATION_COMPLETE = "rehearsal.trainium.eks/complete"
 ANNOTATION_FAIL = "rehearsal.trainium.eks/fail"
@@ -929,10 +931,56 @@ class Runner:
             elif time.time() - gone.stat().st_mtime > 3600:
                 shutil.rmtree(directory, ignore_errors=True)
 
+    # -- CSI node plugins: what the kubelet does when a node plugin registers
+
+    def csi_drivers_by_node(self):
+        """{kwok node: {driver}} of the Running pods whose node-driver-registrar names a kubelet registration path."""
+        wanted = {node: set() for node in self.kwok_nodes}
+        for pod in self.core.list_pod_for_all_namespaces(field_selector="status.phase=Running").items:
+            node = pod.spec.node_name
+            if node not in wanted or pod.metadata.deletion_timestamp:
+                continue
+            for container in pod.spec.containers:
+                env = {item.name: item.value for item in (container.env or []) if item.value is not None}
+                for arg in (container.args or []) + (container.command or []):
+                    match = CSI_REGISTRATION_RE.match(expand(str(arg), env))
+                    if match:
+                        wanted[node].add(match["driver"])
+        return wanted
+
+    def register_csi_drivers(self):
+        """Keep a CSINode per kwok node listing the CSI drivers whose node plugin runs there, as the kubelet does.
+
+        Schedulers read it: Volcano adds a node's CSI drivers to what the node offers, and without it a pod
+        with a CSI volume (fsx-claim) asks for an attach slot no node has.
+        """
+        storage = self.k8s.client.StorageV1Api(self.api)
+        existing = {item.metadata.name: item for item in storage.list_csi_node().items}
+        for node, drivers in self.csi_drivers_by_node().items():
+            current = existing.get(node)
+            have = sorted(d.name for d in (current.spec.drivers or [])) if current else None
+            if have == sorted(drivers) or (current is None and not drivers):
+                continue
+            body = {
+                "apiVersion": "storage.k8s.io/v1", "kind": "CSINode",
+                "metadata": {"name": node, "labels": {"rehearsal.trainium.eks/registered-by": "pod-runner"}},
+                "spec": {"drivers": [{"name": driver, "nodeID": node} for driver in sorted(drivers)]},
+            }
+            try:
+                if current is None:
+                    storage.create_csi_node(body)
+                else:
+                    body["metadata"]["resourceVersion"] = current.metadata.resource_version
+                    storage.replace_csi_node(node, body)
+                LOG.info("CSINode %s: drivers %s", node, sorted(drivers) or "none")
+            except self.k8s.client.ApiException as error:
+                LOG.warning("CSINode %s: %s", node, error.reason)
+
     def run(self):
         self.refresh_nodes()
         threading.Thread(target=self.watch, daemon=True).start()
         last_beat = 0.0
+        last_csi = 0.0
         while True:
             try:
                 kind, obj = self.events.get(timeout=1)
@@ -946,6 +994,13 @@ class Runner:
                     self.report_exit(uid)
                 except Exception:  # pylint: disable=broad-except
                     LOG.exception("reporting the exit of %s", uid)
+            if time.monotonic() - last_csi > 5:
+                try:
+                    self.refresh_nodes()
+                    self.register_csi_drivers()
+                except Exception:  # pylint: disable=broad-except
+                    LOG.exception("registering CSI drivers")
+                last_csi = time.monotonic()
             if self.heartbeat and time.monotonic() - last_beat > 2:
                 self.heartbeat.write_text(f"{time.time()}\n")
                 last_beat = time.monotonic()

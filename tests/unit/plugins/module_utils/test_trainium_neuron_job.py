@@ -263,3 +263,19 @@ def test_fingerprint_ignores_run_length_only():
     assert nj.fingerprint(dict(PRECOMPILE, steps_this_run=5, script_args=["--batch_size", "16", "--max_steps", "9"])) == base
     for change in ({"bf16": False}, {"nnodes": 4}, {"image": "x"}, {"script_args": ["--batch_size", "8"]}, {"instance_type": "trn1n.32xlarge"}):
         assert nj.fingerprint(dict(PRECOMPILE, **change)) != base
+
+
+def test_the_log_line_comes_from_whichever_pod_holds_global_rank_0():
+    # etcd rendezvous gives node rank 0 to the first agent that arrives: here replica 1's pod.
+    api = StubApi()
+    nj.present(api, PARAMS)
+    api.jobs["bert"] = with_phase(api.jobs["bert"], "Running")
+    api.pod_list["bert"] = [pod("bert-role1-0-0", "Running", 0), pod("bert-role1-1-0", "Running", 1)]
+    api.logs["bert-role1-0-0"] = "INFO rendezvous complete\nINFO waiting"
+    api.logs["bert-role1-1-0"] = "[0]:LOG Tue Dec 1 - (0, 12) step_loss : 6.5 learning_rate : 1e-3 throughput : 99.0"
+    summary = nj.status(api, PARAMS)
+    assert summary["last_log"] == "LOG Tue Dec 1 - (0, 12) step_loss : 6.5 learning_rate : 1e-3 throughput : 99.0"
+    assert summary["log_error"] is None
+    # replica 0 is read first, and the search stops at the pod that has the line
+    reads = [call[1] for call in api.calls if call[0] == "log"]
+    assert reads == ["bert-role1-0-0", "bert-role1-1-0"]
