@@ -57,7 +57,13 @@ ADDITIONS = (
     "the pod label trainium.eks/workload (training or precompile); the labels option on the pods, over TorchX's own values",
     "resources.requests equal to resources.limits (the API server copies the limits of extended resources into requests)",
     "with options only: tolerations, extra nodeSelector entries, extra env, serviceAccountName, priorityClassName",
+    "the env TRAINIUM_JOB_VERSION (the pod's volcano.sh/job-version annotation) and --rdzv_id '<id>'-\"v${TRAINIUM_JOB_VERSION:-0}\": "
+    "a Volcano restart (RestartJob) runs the job again under a new version, and its agents need a new rendezvous "
+    "(the failed attempt closed the old one in etcd, for the 2 h its run keys live)",
 )
+# The env variable that carries the Volcano Job's version (one more per RestartJob) into the pod.
+JOB_VERSION_ENV = "TRAINIUM_JOB_VERSION"
+JOB_VERSION_ANNOTATION = "volcano.sh/job-version"
 _CACHESET = re.compile(r"^[A-Za-z0-9_-]+$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
@@ -142,7 +148,8 @@ def launcher_line(params, rdzv_id):
              "--rdzv_endpoint", rdzv_endpoint(params), "--rdzv_id", "${app_id}", "--nnodes", str(params["nnodes"]),
              "--nproc_per_node", str(params["nproc_per_node"]), "--tee", "3", "--role", "", params["script"]]
     # The component quotes its words with the app-id macro still in them, then TorchX substitutes it.
-    line = " ".join(shlex.quote(word) for word in words).replace("${app_id}", rdzv_id)
+    line = " ".join(shlex.quote(word) for word in words).replace(
+        shlex.quote("${app_id}"), f"'{rdzv_id}'-\"v${{{JOB_VERSION_ENV}:-0}}\"")
     rest = shlex.join(script_args(params))
     return f"{line} {rest}"
 
@@ -177,7 +184,8 @@ def environment(params, replica):
     env = dict(pairs)
     for key, value in (params.get("env") or {}).items():
         env[str(key)] = str(value)
-    return [{"name": key, "value": value} for key, value in env.items()]
+    version = {"name": JOB_VERSION_ENV, "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{JOB_VERSION_ANNOTATION}']"}}}
+    return [{"name": key, "value": value} for key, value in env.items()] + [version]
 
 
 def workload(params):

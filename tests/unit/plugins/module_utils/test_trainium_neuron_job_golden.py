@@ -61,9 +61,16 @@ def without_additions(job, params):
     for task in job["spec"]["tasks"]:
         template = task["template"]
         assert template["metadata"]["labels"].pop(nj.WORKLOAD_LABEL) == nj.workload(params)
-        resources = template["spec"]["containers"][0]["resources"]
+        container = template["spec"]["containers"][0]
+        resources = container["resources"]
         assert resources["requests"] == resources["limits"]
         resources["requests"] = {}
+        # The rendezvous of each attempt: the Job's version from the pod's annotation, appended to the rdzv_id.
+        assert container["env"].pop() == {"name": nj.JOB_VERSION_ENV, "valueFrom": {"fieldRef": {
+            "fieldPath": f"metadata.annotations['{nj.JOB_VERSION_ANNOTATION}']"}}}
+        suffix = f"-\"v${{{nj.JOB_VERSION_ENV}:-0}}\""
+        assert suffix in container["command"][-1]
+        container["command"][-1] = container["command"][-1].replace(suffix, "")
     return job
 
 
