@@ -342,14 +342,14 @@ def playbook_env(rehearsal):
 def run_playbook(rehearsal, tmp_path):
     """Run a playbook of this checkout on an inventory, with extra vars."""
 
-    def run(playbook, inventory="inventories/local", extra_vars=None, args=()):
+    def run(playbook, inventory="inventories/local", extra_vars=None, args=(), timeout=300):
         cmd = [str(VENV_BIN / "ansible-playbook"), playbook, "-i", inventory]
         if extra_vars is not None:
             vars_file = tmp_path / "extra_vars.json"
             vars_file.write_text(json.dumps(extra_vars))
             cmd += ["-e", f"@{vars_file}"]
         cmd += list(args)
-        completed = subprocess.run(cmd, cwd=ROOT, env=playbook_env(rehearsal), capture_output=True, text=True, timeout=300, check=False)
+        completed = subprocess.run(cmd, cwd=ROOT, env=playbook_env(rehearsal), capture_output=True, text=True, timeout=timeout, check=False)
         return PlaybookResult(completed)
 
     run.env = playbook_env(rehearsal)

@@ -138,6 +138,7 @@ class ActionModule(ActionBase):
             else:
                 pending_since = None
             if elapsed >= timeout:
-                return dict(brief(result), failed=True, msg=f"{what} is still {status.get('phase')} after {duration(elapsed)} "
-                                                     f"(wait_timeout {duration(timeout)}, waiting for {wait_for})")
+                late = (f"{what} is still {status.get('phase')} after {duration(elapsed)} "
+                        f"(wait_timeout {duration(timeout)}, waiting for {wait_for})")
+                return dict(brief(result), failed=True, msg=late)
             time.sleep(min(POLL_EVERY, report_every))

@@ -57,10 +57,17 @@ ADDITIONS = (
     "the pod label trainium.eks/workload (training or precompile); the labels option on the pods, over TorchX's own values",
     "resources.requests equal to resources.limits (the API server copies the limits of extended resources into requests)",
     "with options only: tolerations, extra nodeSelector entries, extra env, serviceAccountName, priorityClassName",
+    "no service account token (automountServiceAccountToken: false: torchrun never calls the API), no Service "
+    "environment variables (enableServiceLinks: false), the RuntimeDefault seccomp profile and "
+    "allowPrivilegeEscalation: false (the securityContext TorchX leaves empty)",
     "the env TRAINIUM_JOB_VERSION (the pod's volcano.sh/job-version annotation) and --rdzv_id '<id>'-\"v${TRAINIUM_JOB_VERSION:-0}\": "
     "a Volcano restart (RestartJob) runs the job again under a new version, and its agents need a new rendezvous "
     "(the failed attempt closed the old one in etcd, for the 2 h its run keys live)",
 )
+# What the pods get on top of TorchX's rendering (ADDITIONS): no API token, no Service links, seccomp, no escalation.
+POD_HARDENING = {"automountServiceAccountToken": False, "enableServiceLinks": False,
+                 "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}}}
+CONTAINER_SECURITY = {"allowPrivilegeEscalation": False}
 # The env variable that carries the Volcano Job's version (one more per RestartJob) into the pod.
 JOB_VERSION_ENV = "TRAINIUM_JOB_VERSION"
 JOB_VERSION_ANNOTATION = "volcano.sh/job-version"
@@ -219,7 +226,7 @@ def pod_template(params, name, replica, rdzv_id):
             "name": task,
             "ports": [],
             "resources": {"limits": limits, "requests": dict(limits)},
-            "securityContext": {},
+            "securityContext": dict(CONTAINER_SECURITY),
             "volumeMounts": [
                 {"mountPath": "/dev/shm", "name": "dshm"},
                 {"mountPath": params.get("mount_path") or "/data", "name": "mount-0", "readOnly": False},
@@ -232,6 +239,7 @@ def pod_template(params, name, replica, rdzv_id):
             {"name": "mount-0", "persistentVolumeClaim": {"claimName": params.get("claim_name") or "fsx-claim"}},
         ],
     }
+    spec.update(copy.deepcopy(POD_HARDENING))
     if params.get("service_account_name"):
         spec["serviceAccountName"] = params["service_account_name"]
     if params.get("tolerations"):
@@ -660,7 +668,10 @@ def present(api, params, check_mode=False, delete_timeout=300):
                               f"{record.get('recorded_at')})")
             return result
     existing = api.get_job(namespace, name)
-    if existing is not None and ((existing.get("metadata") or {}).get("annotations") or {}).get(SPEC_HASH) == digest:
+    # A Job that failed for good is run again on the next run (its checkpoints let it resume); any other phase stays.
+    if existing is not None and _phase(existing) in FINISHED_BAD:
+        result["replaced_failed"] = _phase(existing)
+    elif existing is not None and ((existing.get("metadata") or {}).get("annotations") or {}).get(SPEC_HASH) == digest:
         result.update(would="nothing", msg=f"Volcano Job {namespace}/{name} is up to date ({_phase(existing)})")
         result["status"] = status(api, params, check_mode, job=existing)
         return result

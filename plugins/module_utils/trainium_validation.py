@@ -790,8 +790,11 @@ def training_job_problems(values):
         for key, value in env.items():
             if not isinstance(key, str) or not ENV_NAME_RE.match(key):
                 problems.add(f"training_job_env.{key}", key, "an environment variable name (letters, digits and '_', not starting with a digit)")
+            elif SECRET_WORD_RE.search(key):
+                problems.add(f"training_job_env.{key}", key, "no secrets: the Job's spec shows every value in plain text; "
+                             "put it in a Kubernetes Secret the image reads")
             elif not isinstance(value, (str, int, float)) or isinstance(value, bool):
-                problems.add(f"training_job_env.{key}", value, "a string value (quote numbers and booleans)")
+                problems.add(f"training_job_env.{key}", type(value).__name__, "a string value (quote numbers and booleans)")
     return problems
 
 

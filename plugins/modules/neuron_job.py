@@ -18,22 +18,28 @@ description:
     C(/dev/shm) as a memory emptyDir; the claim O(claim_name) at O(mount_path); the EFA and Neuron environment with a
     compile cache directory per node C(<cache_root>/<cacheset>_<replica>) and the bf16 switch; O(max_retry) with
     PodEvicted and PodFailed restarting the job.
-  - Additions on top of TorchX - the Job is named O(name) (no random suffix) and C(--rdzv_id) is the job name and 8 hex
-    digits of its spec hash; labels O(labels) and C(trainium.eks/workload) (V(training) or V(precompile)) on the Job and
+  - Additions on top of TorchX - the Job is named O(name) (no random suffix) and C(--rdzv_id) is the job name, 8 hex
+    digits of its spec hash and C(-v<attempt>), the Volcano Job's version from the pod's annotation
+    C(volcano.sh/job-version) (env C(TRAINIUM_JOB_VERSION)), so that each attempt after a RestartJob has a rendezvous
+    of its own; labels O(labels) and C(trainium.eks/workload) (V(training) or V(precompile)) on the Job and
     its pods; the annotation C(trainium.eks/spec-hash); C(minAvailable) = O(nnodes) (Volcano's own default);
-    resource requests equal to the limits (what the API server sets for extended resources).
-  - O(state=present) creates the Job; with the same spec hash it changes nothing whatever the Job's phase (a Completed
-    job stays Completed); with another hash it deletes the Job, waits until it and its pods are gone and creates it
+    resource requests equal to the limits (what the API server sets for extended resources); no service account
+    token, no Service links, the RuntimeDefault seccomp profile and no privilege escalation.
+  - O(state=present) creates the Job; with the same spec hash it changes nothing while the Job runs or after it
+    completed; a Job that failed for good (Failed, Aborted, Terminated) is deleted and created again, and resumes from
+    its checkpoints; with another hash it deletes the Job, waits until it and its pods are gone and creates it
     again.
   - O(mode=precompile) wraps the command in C(neuron_parallel_compile), appends C(--steps_this_run) and names the Job
     C(<name>-precompile). It is skipped when the ConfigMap C(trainium-eks-compile-cache) of the namespace records, for
     O(cacheset), the fingerprint of these options (image, script, script arguments without the run-length ones, nodes,
     processes per node, bf16, instance type); the module writes that record when it sees the precompile Job Completed.
   - With O(wait=true) (the action plugin) it then polls the Job and prints a progress line at least every
-    O(report_every) seconds - phase, running and pending pods, the last rank-0 C(LOG) line - and fails at once when the
+    O(report_every) seconds - phase, running and pending pods, the last C(LOG) line of global rank 0 - and fails at once when the
     pods stay Pending with a scheduler reason for O(pending_timeout) seconds, or when the Job fails (with the failing
     pod's name, exit code and last O(log_lines) log lines).
-  - O(state=status) reports the phase, the pods, the last rank-0 C(LOG) line and the scheduler's reason for Pending
+  - O(state=status) reports the phase, the pods, the last C(LOG) line of global rank 0 (looked for in the pod of
+    replica 0 first, then in up to 15 more; etcd rendezvous gives node rank 0 to whichever agent arrives first) and
+    the scheduler's reason for Pending
     pods. O(state=absent) deletes the Job and waits until it is gone.
 author:
   - trainium.eks developers (@trainium-eks)
@@ -328,10 +334,10 @@ status:
       description: Pods by phase - pending, running, succeeded, failed, terminating.
       type: dict
     last_log:
-      description: The last C(LOG ...) line of rank 0's log.
+      description: The last C(LOG ...) line of global rank 0's log.
       type: str
     log_error:
-      description: V(log unavailable) and why, when the API refused rank 0's log.
+      description: V(log unavailable) and why, when the API refused the pods' logs.
       type: str
     pending_reason:
       description: The scheduler's reason for Pending pods, for example V(0/4 nodes are unavailable... Insufficient aws.amazon.com/neuron).

@@ -60,7 +60,7 @@ attributes:
     description: Reads the events and reports whether the files would change; writes nothing.
   diff_mode:
     support: none
-    description: No diff; RV(changed) says whether the PNG or the HTML differs.
+    description: No diff; the result's C(changed) says whether the PNG or the HTML differs.
 notes:
   - Runs where the event files are, usually the controller (a mount of the shared volume, or files copied out of the
     TensorBoard pod by the monitoring role).

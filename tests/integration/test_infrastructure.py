@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: Contributors to the trainium.eks project
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""site.yml (infrastructure and platform stages), playbooks/infrastructure.yml and playbooks/teardown.yml end to end.
+"""site.yml (infrastructure, platform and training stages), playbooks/infrastructure.yml and playbooks/teardown.yml end to end.
 
 The local inventory against the rehearsal: moto for AWS, the real
 kube-apiserver behind the EKS endpoint (the platform roles apply their
@@ -18,12 +18,18 @@ runs and check it against the operator's IAM policy of its stage
 
 from __future__ import annotations
 
+import base64
 import importlib.util
 import json
 import pathlib
 import os
+import re
+import shutil
 import signal
+import ssl
 import subprocess
+import threading
+import urllib.request
 import warnings
 
 import pytest
@@ -38,6 +44,7 @@ INFRASTRUCTURE = "playbooks/infrastructure.yml"
 TEARDOWN = "playbooks/teardown.yml"
 SITE = "site.yml"
 PLATFORM = "playbooks/platform.yml"
+TRAINING = "playbooks/training.yml"
 TRN_NODES = ["trn1-0", "trn1-1"]
 SYSTEM_NODES = {"system-0", "system-1"}
 MANAGED = "app.kubernetes.io/managed-by=trainium.eks"
@@ -54,7 +61,8 @@ def ready(obj):
 
 def managed_versions(kube):
     """resourceVersion of every object the platform roles made (a dry run must change none)."""
-    kinds = "daemonsets,deployments,statefulsets,services,serviceaccounts,persistentvolumeclaims,queues.scheduling.volcano.sh"
+    kinds = ("daemonsets,deployments,statefulsets,services,serviceaccounts,persistentvolumeclaims,queues.scheduling.volcano.sh,"
+             "jobs.batch,jobs.batch.volcano.sh,configmaps")
     listed = kube.json("get", kinds, "-A", "-l", MANAGED)["items"]
     listed += kube.json("get", "persistentvolumes,clusterroles,clusterrolebindings,csidrivers", "-l", MANAGED)["items"]
     return {(o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]): o["metadata"]["resourceVersion"] for o in listed}
@@ -258,16 +266,148 @@ def check_platform_then_the_node_check(run_playbook, kube, kubeconfig, group_loc
             kube.kubectl("uncordon", "trn1-0")
 
 
+def registry_get(rehearsal, path):
+    """GET on the rehearsal's registry API (the ECR stand-in) with its credentials and CA; the JSON answer."""
+    request = urllib.request.Request(f"{rehearsal['TRAINIUM_REGISTRY_URL']}{path}", headers={
+        "Authorization": "Basic " + base64.b64encode(
+            f"{rehearsal['TRAINIUM_REGISTRY_USERNAME']}:{rehearsal['TRAINIUM_REGISTRY_PASSWORD']}".encode()).decode(),
+        "Accept": "application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json"})
+    context = ssl.create_default_context(cafile=rehearsal["TRAINIUM_REGISTRY_CA_FILE"])
+    with urllib.request.urlopen(request, context=context, timeout=30) as answer:  # nosec - loopback registry
+        return json.load(answer)
+
+
+LOG_STEP = re.compile(r"LOG .* - \((\d+), (\d+)\) step_loss : ([0-9.]+) learning_rate : \S+ throughput : ([0-9.]+)")
+
+
+def job_logs(kube, namespace, job):
+    """The logs of a Volcano Job's pods, by pod name."""
+    pods = kube.json("-n", namespace, "get", "pods", "-l", f"volcano.sh/job-name={job}")["items"]
+    return {p["metadata"]["name"]: kube.kubectl("-n", namespace, "logs", p["metadata"]["name"], check=False).stdout for p in pods}
+
+
+def steps_of(logs):
+    """(step, loss) of every rank-0 LOG line of a job's logs, in order."""
+    return [(int(m[2]), float(m[3])) for text in logs.values() for m in LOG_STEP.finditer(text)]
+
+
+def assert_training_ran(kube, rehearsal, local_vars, run):
+    """The training stage of site.yml on the rehearsal: image, dataset, precompile, a real training run, its report."""
+    job = local_vars["trainium_job"]
+    namespace, name = job["namespace"], job["name"]
+    shared = pathlib.Path(rehearsal["TRAINIUM_REHEARSAL_SHARED_DIR"]) / namespace / "fsx-claim"
+
+    # The image: built with its RUN step (in the image's history), pushed, in the registry's catalog.
+    repository = local_vars["trainium_image"]["repository"]
+    assert repository in registry_get(rehearsal, "/v2/_catalog")["repositories"]
+    tags = [t for t in registry_get(rehearsal, f"/v2/{repository}/tags/list")["tags"] if re.fullmatch(r"0\.1\.0-[0-9a-f]{12}", t)]
+    assert tags, "no content-addressed tag of the training image"
+    manifest = registry_get(rehearsal, f"/v2/{repository}/manifests/{tags[0]}")
+    config = registry_get(rehearsal, f"/v2/{repository}/blobs/{manifest['config']['digest']}")
+    assert any("RUN" in (h.get("created_by") or "") or "SHA256SUMS" in (h.get("created_by") or "") for h in config["history"]), config["history"]
+
+    # The dataset Job completed and left the shards and the marker on the shared volume.
+    staged = [j for j in kube.json("-n", namespace, "get", "jobs.batch", "-l", MANAGED)["items"] if j["status"].get("succeeded")]
+    assert staged, "the dataset staging Job did not complete"
+    dataset = shared / local_vars["trainium_dataset"]["name"]
+    assert sorted(dataset.glob("*.hdf5")) and (dataset / ".trainium-eks-staged").is_file()
+
+    # Precompile, then training: gang-scheduled, one pod on each fake trn1 node, Completed.
+    for job_name in (f"{name}-precompile", name):
+        vcjob = kube.json("-n", namespace, "get", "jobs.batch.volcano.sh", job_name)
+        assert vcjob["status"]["state"]["phase"] == "Completed", (job_name, vcjob["status"])
+        pods = kube.json("-n", namespace, "get", "pods", "-l", f"volcano.sh/job-name={job_name}")["items"]
+        assert sorted(p["spec"]["nodeName"] for p in pods) == TRN_NODES, job_name
+        line = pods[0]["spec"]["containers"][0]["command"][-1]
+        assert "--rdzv_backend etcd --rdzv_endpoint etcd-server:2379" in line and f"--nnodes 2 --nproc_per_node {job['nproc_per_node']}" in line
+    precompile = "\n".join(job_logs(kube, namespace, f"{name}-precompile").values())
+    assert "Total failed compilations: 0" in precompile and "Total graphs:" in precompile
+    assert sorted(p.name for p in (shared / "neuron_cache").iterdir()) == [f"{job['cacheset']}_0", f"{job['cacheset']}_1"]
+
+    # Real torchrun workers: world size 2 nodes x nproc_per_node, the loss falls over at least 50 steps.
+    logs = job_logs(kube, namespace, name)
+    assert any(f"world_size {2 * job['nproc_per_node']}" in text for text in logs.values()), logs
+    steps = steps_of(logs)
+    assert len(steps) >= 50 and steps[-1][0] == job["max_steps"], steps[-3:]
+    first, last = [loss for step, loss in steps[:5]], [loss for step, loss in steps[-5:]]
+    assert sum(first) / 5 > sum(last) / 5 + 1.0, (first, last)
+
+    # TensorBoard events and checkpoints on the shared volume; the report PNG and HTML written.
+    output = shared / "output" / name
+    assert list((output / "tensorboard").glob("events.out.tfevents.*"))
+    assert (output / "checkpoints" / f"ckpt_{job['max_steps']}.pt").is_file()
+    report = re.search(r"training report of \S+: (\S+\.html)\s+and\s+(\S+\.png)", " ".join(run.output.split()))
+    assert report, run.output[-2000:]
+    assert pathlib.Path(report[2]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "train/loss" in pathlib.Path(report[1]).read_text(encoding="utf-8")
+    assert kube.json("-n", namespace, "get", "deployment", "tensorboard")["status"].get("availableReplicas") == 1
+
+
+def check_training_faults(run_playbook, kube, kubeconfig, local_vars):
+    """A worker killed mid-run: Volcano restarts the job and it resumes from its last checkpoint; a job whose
+    pod fails shows that pod's last log lines."""
+    job = dict(local_vars["trainium_job"], name="bert-resume", max_steps=150, checkpoint_steps=10)
+    namespace = job["namespace"]
+    args = run_args(kubeconfig) + ["--tags", "train"]
+    runs = {}
+    worker = threading.Thread(target=lambda: runs.update(
+        resume=run_playbook(TRAINING, args=args + ["-e", json.dumps({"trainium_job": job})], timeout=600)))
+    worker.start()
+    try:
+        killed_at = None
+        for attempt in range(240):  # pylint: disable=unused-variable
+            steps = steps_of(job_logs(kube, namespace, job["name"]))
+            if steps and steps[-1][0] >= 25:
+                killed_at = steps[-1][0]
+                break
+            worker.join(timeout=1)
+        assert killed_at, "the run never reached step 25"
+        print(kube.fault("kill-worker", namespace, f"{job['name']}-role1-0-0"))
+    finally:
+        worker.join(timeout=660)
+    resume = runs["resume"]
+    assert resume.rc == 0, resume
+    vcjob = kube.json("-n", namespace, "get", "jobs.batch.volcano.sh", job["name"])
+    assert vcjob["status"]["state"]["phase"] == "Completed" and vcjob["status"].get("retryCount", 0) >= 1, vcjob["status"]
+    logs = "\n".join(job_logs(kube, namespace, job["name"]).values())
+    resumed = re.search(r"LOG resuming from \S+ckpt_(\d+)\.pt at step (\d+)", logs)
+    assert resumed and resumed[1] == resumed[2], logs[-3000:]
+    assert 10 <= int(resumed[2]) <= killed_at and int(resumed[2]) % 10 == 0, (resumed[0], killed_at)
+    assert f"LOG done: step {job['max_steps']} of {job['max_steps']}" in logs
+    assert "restart 1/3" in resume.output
+
+    # A run whose workers fail (an argument the script refuses), no restarts left: the pod's last lines are shown.
+    broken = dict(local_vars["trainium_job"], name="bert-broken", max_retry=0)
+    failed = run_playbook(TRAINING, args=args + ["-e", json.dumps({"trainium_job": broken}), "-e", json.dumps(
+        {"training_job_extra_args": ["--no_such_flag"], "training_job_log_lines": 120})])
+    assert failed.rc != 0, failed
+    assert re.search(r"pod bert-broken-role1-\d-0 exited with code 1", failed.output), failed.output[-3000:]
+    assert "unrecognized arguments: --no_such_flag" in failed.output, failed.output[-3000:]
+    for name in (job["name"], broken["name"]):
+        kube.kubectl("-n", namespace, "delete", "jobs.batch.volcano.sh", name, "--wait=true")
+
+
 @pytest.mark.xdist_group("shared_stack")  # eks_cluster reaches the cluster with an EKS token
 def test_site_converges_platform_included_then_teardown_empties_account_and_cluster(
         aws, aws_calls, run_playbook, kubeconfig, rehearsal, local_vars, kube, group_lock):
     baseline = aws.resources()
+    # A new account has a new, empty file system: the rehearsal's stand-in of its volume starts empty too.
+    shutil.rmtree(pathlib.Path(rehearsal["TRAINIUM_REHEARSAL_SHARED_DIR"]) / local_vars["trainium_job"]["namespace"], ignore_errors=True)
 
-    first = run_playbook(SITE, args=run_args(kubeconfig))
-    assert first.rc == 0, first
-    assert first.recap["changed"] > 0
-    assert_account_holds_the_deployment(aws)
-    assert_platform_is_up(kube, aws, local_vars)
+    # The training stage takes both fake trn1 nodes' Neuron devices: the Volcano tests (group shared_kube) wait.
+    with group_lock("shared_kube"):
+        # The whole pipeline, training included: a few minutes on 2 loaded cores.
+        first = run_playbook(SITE, args=run_args(kubeconfig), timeout=900)
+        assert first.rc == 0, first
+        assert first.recap["changed"] > 0
+        assert_account_holds_the_deployment(aws)
+        assert_platform_is_up(kube, aws, local_vars)
+        assert_training_ran(kube, rehearsal, local_vars, first)
+        again = run_playbook(TRAINING, args=run_args(kubeconfig))
+        assert again.rc == 0, again
+        assert again.recap["changed"] == 0, again.changed_tasks
+        assert "precompile skipped" in again.output or "skipped (cache set complete)" in again.output
+        check_training_faults(run_playbook, kube, kubeconfig, local_vars)
 
     # The kubeconfig the collection wrote authenticates with its own EKS token:
     # kubectl has no AWS CLI to call, and the API server asks the token webhook.

@@ -31,6 +31,12 @@ kwok fake. For each such pod (by UID) the runner
   ``rehearsal.trainium.eks/exit-code: "<n>"`` (Failed, reason Error);
 - kills the process group (SIGTERM, SIGKILL after a grace) when the pod gets a
   deletionTimestamp, goes away or is ended by someone else.
+
+It also does the kubelet's CSI driver registration: every few seconds it keeps
+one CSINode per kwok node listing the drivers of the Running pods there (any
+pod, not only workload pods) whose container has
+``--kubelet-registration-path=/var/lib/kubelet/plugins/<driver>/csi.sock`` (a
+node-driver-registrar); Volcano counts a pod's CSI volume against it.
 """
 
 from __future__ import annotations
@@ -141,7 +147,7 @@ class Registry:
             name, reference = name.split("@", 1)
         elif ":" in name.rsplit("/", 1)[-1]:
             name, reference = name.rsplit(":", 1)
-        host, _, repository = name.partition("/")
+        host, slash, repository = name.partition("/")
         local = {self.address, self.address.replace("127.0.0.1", "localhost")}
         if not repository or not (host in local or ECR_HOST.match(host)):
             return None
@@ -157,7 +163,7 @@ class Registry:
 
     def manifest(self, repository, reference):
         """The image manifest (the linux/amd64 one of an index) and its digest."""
-        for _ in range(3):
+        for attempt in range(3):  # pylint: disable=unused-variable
             try:
                 with self.get(f"{repository}/manifests/{reference}", MANIFEST_TYPES) as answer:
                     body = answer.read()
@@ -183,7 +189,7 @@ class Registry:
 
     def blob(self, repository, digest, target):
         """Download a blob to target, checking its digest."""
-        algorithm, _, expected = digest.partition(":")
+        algorithm, colon, expected = digest.partition(":")
         hasher = hashlib.new(algorithm)
         try:
             with self.get(f"{repository}/blobs/{digest}") as answer, open(target, "wb") as out:
@@ -227,7 +233,7 @@ def apply_layer(rootfs, layer_file):
             if base == ".wh..wh..opq":
                 for entry in os.listdir(parent):
                     _remove(os.path.join(parent, entry))
-            else:
+            elif base[4:] not in ("", ".", ".."):
                 _remove(os.path.join(parent, base[4:]))
         for member in members:
             name = os.path.normpath(member.name.lstrip("/"))
@@ -305,7 +311,7 @@ class PathMap:
     def __init__(self, pairs):
         self.pairs = sorted(((p.rstrip("/") or "/", str(h)) for p, h in pairs), key=lambda item: -len(item[0]))
         self.table = dict(self.pairs)
-        alternatives = "|".join(re.escape(p) for p, _ in self.pairs if p != "/")
+        alternatives = "|".join(re.escape(p) for p, local in self.pairs if p != "/")
         self.pattern = re.compile(self.BOUNDARY_BEFORE + f"({alternatives})" + self.BOUNDARY_AFTER) if alternatives else None
 
     def rewrite(self, text):
@@ -756,7 +762,7 @@ class Runner:
     def resolve_env(self, pod, container, image_config):
         env = {}
         for item in image_config.get("Env") or []:
-            key, _, value = item.partition("=")
+            key, equals, value = item.partition("=")
             env[key] = value
         namespace = pod.metadata.namespace
         for source in container.env_from or []:
@@ -799,7 +805,7 @@ class Runner:
             return ""
         if value_from.resource_field_ref is not None:
             ref = value_from.resource_field_ref
-            kind, _, resource = ref.resource.partition(".")
+            kind, dot, resource = ref.resource.partition(".")
             resources = container.resources
             figures = (resources.limits if kind == "limits" else resources.requests) if resources else None
             raw = (figures or {}).get(resource)

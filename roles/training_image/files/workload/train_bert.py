@@ -445,7 +445,7 @@ def main(argv=None) -> int:  # pylint: disable=too-many-locals,too-many-statemen
     found = [] if graphs_only else checkpoints(ckpt_dir)
     if found:
         ckpt_step, path = found[-1]
-        state = torch.load(path, map_location="cpu", weights_only=False)
+        state = torch.load(path, map_location="cpu", weights_only=True)
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])

@@ -279,3 +279,22 @@ def test_the_log_line_comes_from_whichever_pod_holds_global_rank_0():
     # replica 0 is read first, and the search stops at the pod that has the line
     reads = [call[1] for call in api.calls if call[0] == "log"]
     assert reads == ["bert-role1-0-0", "bert-role1-1-0"]
+
+
+def test_a_job_that_failed_for_good_is_run_again_by_the_next_present():
+    api = StubApi()
+    nj.present(api, PARAMS)
+    api.jobs["bert"] = with_phase(api.jobs["bert"], "Failed", retry=3)
+    again = nj.present(api, PARAMS)
+    assert again["changed"] is True and again["would"] == "replace" and again["replaced_failed"] == "Failed"
+    assert [c[0] for c in api.calls if c[0] in ("delete", "create")] == ["create", "delete", "create"]
+    # a Completed job with the same spec stays as it is
+    api.jobs["bert"] = with_phase(api.jobs["bert"], "Completed")
+    assert nj.present(api, PARAMS)["changed"] is False
+
+
+def test_pods_carry_no_api_token_and_no_privilege_escalation():
+    spec = nj.render(PARAMS)["spec"]["tasks"][0]["template"]["spec"]
+    assert spec["automountServiceAccountToken"] is False and spec["enableServiceLinks"] is False
+    assert spec["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}}
+    assert spec["containers"][0]["securityContext"] == {"allowPrivilegeEscalation": False}

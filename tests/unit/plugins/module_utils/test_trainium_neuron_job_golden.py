@@ -61,7 +61,11 @@ def without_additions(job, params):
     for task in job["spec"]["tasks"]:
         template = task["template"]
         assert template["metadata"]["labels"].pop(nj.WORKLOAD_LABEL) == nj.workload(params)
+        for key, value in nj.POD_HARDENING.items():
+            assert template["spec"].pop(key) == value
         container = template["spec"]["containers"][0]
+        assert container["securityContext"] == nj.CONTAINER_SECURITY
+        container["securityContext"] = {}
         resources = container["resources"]
         assert resources["requests"] == resources["limits"]
         resources["requests"] = {}

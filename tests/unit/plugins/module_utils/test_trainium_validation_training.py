@@ -49,3 +49,10 @@ def test_internal_lb_with_vpc_ranges_and_clusterip_without_pass():
 def test_roles_are_registered():
     assert validation.ROLE_RULES["training_data"] is validation.training_data_problems
     assert validation.ROLE_RULES["monitoring"] is validation.monitoring_problems
+
+
+def test_training_job_env_refuses_secret_names_without_echoing_the_value():
+    problems = list(validation.training_job_problems({"training_job_env": {"HF_TOKEN": "hf_abc123", "LOG_LEVEL": "debug"}}))
+    assert len(problems) == 1, problems
+    assert problems[0].startswith("training_job_env.HF_TOKEN: got 'HF_TOKEN'") and "no secrets" in problems[0]
+    assert "hf_abc123" not in problems[0]

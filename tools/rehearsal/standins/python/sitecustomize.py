@@ -31,8 +31,8 @@ def _table(text):
             continue
         name = name.lower().rstrip(".")
         if ":" in name:
-            host, _, port = name.rpartition(":")
-            address, _, target_port = target.rpartition(":") if ":" in target else (target, "", port)
+            host, colon, port = name.rpartition(":")
+            address, sep, target_port = target.rpartition(":") if ":" in target else (target, "", port)
             ports[(host, port)] = (address, target_port or port)
         else:
             names[name] = target
