@@ -69,6 +69,8 @@ STANDINS = ROOT / "tools" / "rehearsal" / "standins"
 SITECUSTOMIZE_DIR = STANDINS / "python"
 
 WORKLOAD_LABEL = "trainium.eks/workload"
+# The annotation of the kwok stage rehearsal-pod-succeed: a pod that carries it is left to kwok.
+FAKE_COMPLETE_ANNOTATION = "rehearsal.trainium.eks/complete"
 # A CSI node-driver-registrar's argument that names the driver it registers with the kubelet.
 CSI_REGISTRATION_RE = re.compile(r"^--kubelet-registration-path=/var/lib/kubelet/plugins/(?P<driver>[A-Za-z0-9.-]+)/csi\.sock$")
 KWOK_NODE_SELECTOR = "type=kwok"
@@ -644,6 +646,9 @@ class Runner:
 
     def wanted(self, pod):
         if WORKLOAD_LABEL not in (pod.metadata.labels or {}):
+            return False
+        # A pod a test asks kwok to finish (rehearsal.trainium.eks/complete) is a fake by request: not run.
+        if (pod.metadata.annotations or {}).get(FAKE_COMPLETE_ANNOTATION) == "true":
             return False
         if pod.metadata.deletion_timestamp or (pod.status and pod.status.phase in ("Succeeded", "Failed")):
             return False
