@@ -966,10 +966,12 @@ class Runner:
         with a CSI volume (fsx-claim) asks for an attach slot no node has.
         """
         storage = self.k8s.client.StorageV1Api(self.api)
-        existing = {item.metadata.name: item for item in storage.list_csi_node().items}
+        # Read as plain JSON: the client's models refuse a CSINode whose drivers list is empty (null).
+        listed = json.loads(storage.list_csi_node(_preload_content=False).data)
+        existing = {item["metadata"]["name"]: item for item in listed.get("items") or []}
         for node, drivers in self.csi_drivers_by_node().items():
             current = existing.get(node)
-            have = sorted(d.name for d in (current.spec.drivers or [])) if current else None
+            have = sorted(d["name"] for d in ((current.get("spec") or {}).get("drivers") or [])) if current else None
             if have == sorted(drivers) or (current is None and not drivers):
                 continue
             body = {
@@ -978,11 +980,14 @@ class Runner:
                 "spec": {"drivers": [{"name": driver, "nodeID": node} for driver in sorted(drivers)]},
             }
             try:
-                if current is None:
-                    storage.create_csi_node(body)
+                if not drivers:
+                    # The last node plugin went: no CSINode, as before any registered.
+                    storage.delete_csi_node(node)
+                elif current is None:
+                    storage.create_csi_node(body, _preload_content=False)
                 else:
-                    body["metadata"]["resourceVersion"] = current.metadata.resource_version
-                    storage.replace_csi_node(node, body)
+                    body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+                    storage.replace_csi_node(node, body, _preload_content=False)
                 LOG.info("CSINode %s: drivers %s", node, sorted(drivers) or "none")
             except self.k8s.client.ApiException as error:
                 LOG.warning("CSINode %s: %s", node, error.reason)
