@@ -32,6 +32,8 @@ def space(kube, wait_until):
     """A namespace, a Volcano queue and a bound claim fsx-claim of the test's own."""
     name = f"nj-test-{uuid.uuid4().hex[:8]}"
     kube.kubectl("create", "namespace", name)
+    # Its pods stay kwok fakes that the test finishes or fails by annotation: the pod runner leaves them alone.
+    kube.kubectl("label", "namespace", name, "rehearsal.trainium.eks/pods=fake")
     kube.apply({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": name},
                 "spec": {"weight": 1, "reclaimable": False}})
     kube.apply({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name},

@@ -71,6 +71,8 @@ SITECUSTOMIZE_DIR = STANDINS / "python"
 WORKLOAD_LABEL = "trainium.eks/workload"
 # The annotation of the kwok stage rehearsal-pod-succeed: a pod that carries it is left to kwok.
 FAKE_COMPLETE_ANNOTATION = "rehearsal.trainium.eks/complete"
+# A namespace label: its pods stay kwok fakes (tests that finish or fail pods by annotation).
+FAKE_NAMESPACE_LABEL = "rehearsal.trainium.eks/pods"
 # A CSI node-driver-registrar's argument that names the driver it registers with the kubelet.
 CSI_REGISTRATION_RE = re.compile(r"^--kubelet-registration-path=/var/lib/kubelet/plugins/(?P<driver>[A-Za-z0-9.-]+)/csi\.sock$")
 KWOK_NODE_SELECTOR = "type=kwok"
@@ -570,6 +572,7 @@ class Runner:
         self.kwok_nodes = set()
         self.starting = set()
         self.pods = {}  # uid -> last seen pod object
+        self.namespaces = {}  # name -> (fake pods wanted, when read)
         pods_dir().mkdir(parents=True, exist_ok=True)
 
     # -- the API
@@ -647,8 +650,11 @@ class Runner:
     def wanted(self, pod):
         if WORKLOAD_LABEL not in (pod.metadata.labels or {}):
             return False
-        # A pod a test asks kwok to finish (rehearsal.trainium.eks/complete) is a fake by request: not run.
+        # A pod a test asks kwok to finish (rehearsal.trainium.eks/complete), or any pod of a namespace labelled
+        # rehearsal.trainium.eks/pods=fake, is a fake by request: not run.
         if (pod.metadata.annotations or {}).get(FAKE_COMPLETE_ANNOTATION) == "true":
+            return False
+        if self.fake_namespace(pod.metadata.namespace):
             return False
         if pod.metadata.deletion_timestamp or (pod.status and pod.status.phase in ("Succeeded", "Failed")):
             return False
@@ -658,6 +664,18 @@ class Runner:
         if node not in self.kwok_nodes:
             self.refresh_nodes()
         return node in self.kwok_nodes
+
+    def fake_namespace(self, namespace):
+        """Whether the namespace asks for fake pods (label rehearsal.trainium.eks/pods=fake); read once a minute."""
+        known = self.namespaces.get(namespace)
+        if known is None or time.monotonic() - known[1] > 60:
+            try:
+                labels = self.core.read_namespace(namespace).metadata.labels or {}
+            except self.k8s.client.ApiException:
+                labels = {}
+            known = (labels.get(FAKE_NAMESPACE_LABEL) == "fake", time.monotonic())
+            self.namespaces[namespace] = known
+        return known[0]
 
     def pod_dir(self, uid):
         return pods_dir() / uid
