@@ -60,11 +60,16 @@ def ready(obj):
 
 
 def managed_versions(kube):
-    """resourceVersion of every object the platform roles made (a dry run must change none)."""
+    """resourceVersion of every object the deployment's roles made (a dry run must change none).
+
+    Selected by the cluster label too: the Volcano tests of neuron_job (group shared_kube) run beside this one with
+    managed-by jobs of their own.
+    """
     kinds = ("daemonsets,deployments,statefulsets,services,serviceaccounts,persistentvolumeclaims,queues.scheduling.volcano.sh,"
              "jobs.batch,jobs.batch.volcano.sh,configmaps")
-    listed = kube.json("get", kinds, "-A", "-l", MANAGED)["items"]
-    listed += kube.json("get", "persistentvolumes,clusterroles,clusterrolebindings,csidrivers", "-l", MANAGED)["items"]
+    ours = f"{MANAGED},{TAG}={CLUSTER}"
+    listed = kube.json("get", kinds, "-A", "-l", ours)["items"]
+    listed += kube.json("get", "persistentvolumes,clusterroles,clusterrolebindings,csidrivers", "-l", ours)["items"]
     return {(o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]): o["metadata"]["resourceVersion"] for o in listed}
 
 
