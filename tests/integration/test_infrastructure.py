@@ -351,7 +351,9 @@ def assert_training_ran(kube, rehearsal, local_vars, run):
 def check_training_faults(run_playbook, kube, kubeconfig, local_vars):
     """A worker killed mid-run: Volcano restarts the job and it resumes from its last checkpoint; a job whose
     pod fails shows that pod's last log lines."""
-    job = dict(local_vars["trainium_job"], name="bert-resume", max_steps=150, checkpoint_steps=10)
+    # One worker's death fails both pods (the peer's agent gives up its rendezvous too), and Volcano may count
+    # each as a restart: room for several, so that the test is about resuming, not about how Volcano counts.
+    job = dict(local_vars["trainium_job"], name="bert-resume", max_steps=150, checkpoint_steps=10, max_retry=10)
     namespace = job["namespace"]
     args = run_args(kubeconfig) + ["--tags", "train"]
     runs = {}
@@ -379,7 +381,7 @@ def check_training_faults(run_playbook, kube, kubeconfig, local_vars):
     assert resumed and resumed[1] == resumed[2], logs[-3000:]
     assert 10 <= int(resumed[2]) <= killed_at and int(resumed[2]) % 10 == 0, (resumed[0], killed_at)
     assert f"LOG done: step {job['max_steps']} of {job['max_steps']}" in logs
-    assert "restart 1/3" in resume.output
+    assert re.search(r"restart \d+/10", resume.output), resume.output[-3000:]
 
     # A run whose workers fail (an argument the script refuses), no restarts left: the pod's last lines are shown.
     broken = dict(local_vars["trainium_job"], name="bert-broken", max_retry=0)
