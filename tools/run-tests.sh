@@ -30,9 +30,22 @@ counts() {
       ;;
     molecule)
       # The scenario recap: "<scenario>: actions=N  successful=N ... failed=N", one line per scenario.
+      # A failure in cleanup ends Molecule before its recap: such a scenario
+      # shows only as "<scenario> ➜ <action>: Executed: Failed" and is counted
+      # from that line when the recap does not name it.
       sed 's/\x1b\[[0-9;]*m//g' "$log" | awk '
-        /^[A-Za-z0-9_-]+ *: actions=[0-9]+/ { n++; if ($0 ~ /failed=[1-9]/) bad++ }
-        END { if (n) printf "%d scenarios, %d failed", n, bad }'
+        /^[A-Za-z0-9_-]+ *: actions=[0-9]+/ { n++; recapped[$1] = 1; if ($0 ~ /failed=[1-9]/) bad++ }
+        /^(ERROR|CRITICAL)? *[A-Za-z0-9_-]+ ➜ [a-z_]+: Executed: Failed/ {
+          for (i = 1; i <= NF; i++) if ($(i + 1) == "➜") {
+            action = $(i + 2); sub(/:$/, "", action)
+            if (!($i in failing)) failing[$i] = action
+            break
+          }
+        }
+        END {
+          for (s in failing) if (!(s in recapped)) { n++; bad++; late = late " " s " (" failing[s] ")" }
+          if (n) printf "%d scenarios, %d failed%s", n, bad, (late ? ";" late : "")
+        }'
       ;;
   esac
 }
@@ -74,6 +87,10 @@ source .rehearsal/env.sh
 run "unit, rehearsal, integration" pytest pytest
 # Molecule starts from an empty shared account, whatever a test left there.
 curl -fsS -o /dev/null -X POST "$AWS_ENDPOINT_URL/moto-api/reset" || echo "could not reset the shared moto before Molecule"
+# Molecule keeps each scenario's state (prepared, converged) under the cache
+# directory by the project directory's name: a run that stopped in cleanup
+# would make the next clone's run skip prepare. Every run starts from none.
+molecule reset --all >/dev/null 2>&1 || echo "could not reset Molecule's scenario state"
 run molecule molecule molecule test --all
 run build - tools/build-check.sh
 
