@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-requirements
 export PATH := $(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: help system-deps setup lock lint sanity units integration molecule build test bench site teardown rehearsal-up rehearsal-down changelog clean
+.PHONY: help system-deps setup lock lint sanity units integration molecule build ee test bench site teardown rehearsal-up rehearsal-down changelog clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -48,6 +48,11 @@ molecule: setup ## Molecule scenarios against the rehearsal services
 
 build: setup ## Build the collection, install the tarball elsewhere, run a playbook from it
 	tools/build-check.sh
+
+ee: setup ## The execution environment's build context in .build/ee (then: ansible-builder build, see docs/awx.md)
+	rm -rf .build/ee-collection .build/ee
+	$(BIN)/ansible-galaxy collection build --force --output-path .build/ee-collection .
+	$(BIN)/ansible-builder create -f execution-environment.yml --context .build/ee
 
 test: setup ## Every suite; the test command README gives
 	tools/run-tests.sh

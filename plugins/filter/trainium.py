@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.trainium.eks.plugins.module_utils import trainium_deployment
+from ansible_collections.trainium.eks.plugins.module_utils import trainium_deployment, trainium_status, trainium_survey
 
 
 def deployment_errors(variables):
@@ -25,10 +25,39 @@ def job_fit_errors(job, node_pools, capacity):
     return trainium_deployment.job_fit_errors(job, node_pools, capacity)
 
 
+def survey_spec(argument_spec, current=None, variables=None, name="trainium.eks deployment"):
+    try:
+        return trainium_survey.survey_spec(argument_spec, current=current, variables=variables, name=name)
+    except trainium_survey.SurveyError as exc:
+        raise AnsibleFilterError(str(exc)) from exc
+
+
+def survey_defaults(variables):
+    try:
+        return trainium_survey.current_answers(variables)
+    except trainium_survey.SurveyError as exc:
+        raise AnsibleFilterError(str(exc)) from exc
+
+
+def apply_survey(answers, variables):
+    try:
+        return trainium_survey.apply_survey(variables, answers)
+    except trainium_survey.SurveyError as exc:
+        raise AnsibleFilterError(str(exc)) from exc
+
+
+def log_figures(line):
+    return trainium_status.log_figures(line if isinstance(line, str) else "")
+
+
 class FilterModule:
     def filters(self):
         return {
             "deployment_errors": deployment_errors,
             "place_node_pools": place_node_pools,
             "job_fit_errors": job_fit_errors,
+            "survey_spec": survey_spec,
+            "survey_defaults": survey_defaults,
+            "apply_survey": apply_survey,
+            "log_figures": log_figures,
         }

@@ -64,6 +64,28 @@ MAX_FSX_GIB = 2400 * 1000
 MAX_USER_TAGS = 40
 RESERVED_TAG_KEYS = (CLUSTER_TAG, "ManagedBy", "Name")
 
+# The integer ranges of the deployment variables: the validation below and
+# the AWX surveys (trainium_survey, playbooks/awx_setup.yml) both read them.
+INT_RANGES = {
+    "trainium_node_pools[].count": (0, MAX_NODES_PER_POOL),
+    "trainium_job.nnodes": (1, MAX_NODES_PER_POOL * MAX_POOLS),
+    "trainium_job.nproc_per_node": (1, 128),
+    "trainium_job.batch_size": (1, 4096),
+    "trainium_job.grad_accum_usteps": (1, 4096),
+    "trainium_job.max_retry": (0, 10),
+    "trainium_job.steps_this_run": (1, 10_000_000),
+    "trainium_job.max_steps": (1, 10_000_000),
+    "trainium_job.warmup_steps": (0, 10_000_000),
+    "trainium_job.seed": (0, 2**31 - 1),
+    "trainium_job.checkpoint_steps": (1, 10_000_000),
+    "trainium_job.precompile_steps": (0, 1000),
+}
+# Lengths of the free-text deployment variables (their patterns allow no more).
+TEXT_LENGTHS = {
+    "trainium_cluster_name": (2, 40),
+    "trainium_region": (9, 20),
+}
+
 CLUSTER_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,38}[A-Za-z0-9]$")
 REGION_RE = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]$")
 JOB_NAME_RE = re.compile(r"^[a-z]([a-z0-9-]{0,38}[a-z0-9])?$")
@@ -100,7 +122,7 @@ def _validate_pool(errors, index, pool, seen_names):
     errors.check_choice(f"{base}.instance_type", pool.get("instance_type"), TRAINIUM_INSTANCE_TYPES)
     count = pool.get("count")
     # 0 parks the pool: its node group stays, with no node (and nothing to pay for them).
-    count_ok = errors.check_int(f"{base}.count", count, 0, MAX_NODES_PER_POOL)
+    count_ok = errors.check_int(f"{base}.count", count, *INT_RANGES["trainium_node_pools[].count"])
     # Unset and null both mean "the same as count" (at least 1 for the maximum: EKS needs it).
     min_count = count if pool.get("min_count") is None else pool["min_count"]
     max_count = default_max_count(count) if pool.get("max_count") is None else pool["max_count"]
@@ -197,13 +219,11 @@ def _validate_job(errors, job, pool_names):
     errors.check_re("trainium_job.queue", job.get("queue"), DNS_LABEL_RE, "a Volcano queue name (DNS label)")
     if pool_names:
         errors.check_choice("trainium_job.node_pool", job.get("node_pool"), sorted(pool_names))
-    errors.check_int("trainium_job.nnodes", job.get("nnodes"), 1, MAX_NODES_PER_POOL * MAX_POOLS)
-    errors.check_int("trainium_job.nproc_per_node", job.get("nproc_per_node"), 1, 128)
-    errors.check_int("trainium_job.batch_size", job.get("batch_size"), 1, 4096)
-    errors.check_int("trainium_job.grad_accum_usteps", job.get("grad_accum_usteps"), 1, 4096)
-    errors.check_int("trainium_job.max_retry", job.get("max_retry", 3), 0, 10)
+    for key in ("nnodes", "nproc_per_node", "batch_size", "grad_accum_usteps"):
+        errors.check_int(f"trainium_job.{key}", job.get(key), *INT_RANGES[f"trainium_job.{key}"])
+    errors.check_int("trainium_job.max_retry", job.get("max_retry", 3), *INT_RANGES["trainium_job.max_retry"])
     if "steps_this_run" in job and job["steps_this_run"] is not None:
-        errors.check_int("trainium_job.steps_this_run", job["steps_this_run"], 1, 10_000_000)
+        errors.check_int("trainium_job.steps_this_run", job["steps_this_run"], *INT_RANGES["trainium_job.steps_this_run"])
     errors.check_choice("trainium_job.precision", job.get("precision", "bf16"), PRECISIONS)
     errors.check_choice("trainium_job.rdzv_backend", job.get("rdzv_backend", "etcd"), RDZV_BACKENDS)
     _validate_job_run(errors, job)
@@ -214,8 +234,8 @@ def _validate_job_run(errors, job):
     if "model_config" in job:
         errors.check_choice("trainium_job.model_config", job["model_config"], MODEL_CONFIGS)
     max_steps = job.get("max_steps", 28125)
-    max_ok = errors.check_int("trainium_job.max_steps", max_steps, 1, 10_000_000)
-    if "warmup_steps" in job and errors.check_int("trainium_job.warmup_steps", job["warmup_steps"], 0, 10_000_000):
+    max_ok = errors.check_int("trainium_job.max_steps", max_steps, *INT_RANGES["trainium_job.max_steps"])
+    if "warmup_steps" in job and errors.check_int("trainium_job.warmup_steps", job["warmup_steps"], *INT_RANGES["trainium_job.warmup_steps"]):
         if max_ok and job["warmup_steps"] > max_steps:
             errors.add("trainium_job.warmup_steps", job["warmup_steps"], f"at most trainium_job.max_steps ({max_steps})")
     if "lr" in job:
@@ -223,13 +243,13 @@ def _validate_job_run(errors, job):
         if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not 0 < lr < 1:
             errors.add("trainium_job.lr", lr, "a learning rate above 0 and below 1, such as 0.0004")
     if "seed" in job:
-        errors.check_int("trainium_job.seed", job["seed"], 0, 2**31 - 1)
+        errors.check_int("trainium_job.seed", job["seed"], *INT_RANGES["trainium_job.seed"])
     if "checkpoint_steps" in job:
-        errors.check_int("trainium_job.checkpoint_steps", job["checkpoint_steps"], 1, 10_000_000)
+        errors.check_int("trainium_job.checkpoint_steps", job["checkpoint_steps"], *INT_RANGES["trainium_job.checkpoint_steps"])
     if "cacheset" in job:
         errors.check_re("trainium_job.cacheset", job["cacheset"], DNS_LABEL_RE, "a cache set name of lowercase letters, digits and '-'")
     if "precompile_steps" in job:
-        errors.check_int("trainium_job.precompile_steps", job["precompile_steps"], 0, 1000)
+        errors.check_int("trainium_job.precompile_steps", job["precompile_steps"], *INT_RANGES["trainium_job.precompile_steps"])
     if "wait_for" in job:
         errors.check_choice("trainium_job.wait_for", job["wait_for"], JOB_WAIT_FOR)
 

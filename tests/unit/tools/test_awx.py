@@ -1,0 +1,148 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the trainium.eks project
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The AWX path without a controller: the execution environment's definition
+(ansible-builder create), the playbooks AWX offers for the project, and the
+job templates' surveys against the argument spec and the validation's ranges.
+Runs made the way AWX makes them: tests/integration/test_awx_runner.py."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import yaml
+
+from ansible_collections.trainium.eks.plugins.module_utils import trainium_deployment as td
+from ansible_collections.trainium.eks.plugins.module_utils import trainium_survey as ts
+
+ROOT = Path(__file__).resolve().parents[3]
+BIN = ROOT / ".venv" / "bin"
+TEST_TOOLS = ("moto", "molecule", "pytest", "ansible-lint", "yamllint", "antsibull", "pip-tools", "ansible-builder")
+
+
+def _requirement_names(path):
+    names = []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            names.append(re.split(r"[<>=!~\[; ]", line, maxsplit=1)[0].lower())
+    return names
+
+
+# --- the execution environment
+
+
+def test_meta_execution_environment_names_runtime_files_without_test_tools():
+    meta = yaml.safe_load((ROOT / "meta/execution-environment.yml").read_text())
+    python = meta["dependencies"]["python"]
+    assert python != "requirements.txt", "ansible-builder would take the developer requirements (moto, Molecule, pytest)"
+    names = _requirement_names(ROOT / python)
+    assert {"boto3", "botocore", "kubernetes"} <= set(names)
+    assert not [n for n in names if n.startswith(TEST_TOOLS)], names
+    assert (ROOT / meta["dependencies"]["system"]).is_file()
+    # Every runtime package is pinned to the version the suites run with.
+    pins = dict(re.findall(r"^([A-Za-z0-9_.-]+)==([^\s\\]+)", (ROOT / "requirements.txt").read_text(), re.M))
+    for line in (ROOT / python).read_text().splitlines():
+        if "==" in line and not line.startswith("#"):
+            name, version = line.strip().split("==")
+            assert pins.get(name) == version, f"{name}=={version} in {python}, {pins.get(name)} in requirements.txt"
+
+
+def test_ansible_builder_creates_the_build_context(tmp_path):
+    dist = ROOT / ".build" / "ee-collection"
+    shutil.rmtree(dist, ignore_errors=True)
+    built = subprocess.run([str(BIN / "ansible-galaxy"), "collection", "build", "--force", "--output-path", str(dist), "."],
+                           cwd=ROOT, capture_output=True, text=True, check=False)
+    assert built.returncode == 0, built.stdout + built.stderr
+    context = tmp_path / "context"
+    created = subprocess.run([str(BIN / "ansible-builder"), "create", "-f", "execution-environment.yml", "--context", str(context)],
+                             cwd=ROOT, capture_output=True, text=True, check=False)
+    assert created.returncode == 0, created.stdout + created.stderr
+    containerfile = next(p for p in (context / "Containerfile", context / "Dockerfile") if p.exists()).read_text()
+    core = re.search(r"^ansible-core==(\S+)", (ROOT / "requirements.txt").read_text(), re.M).group(1)
+    assert f"ansible-core=={core}" in containerfile
+    assert "ansible-runner==" in containerfile
+    assert "ansible-galaxy collection install --no-deps" in containerfile
+    build = context / "_build"
+    names = _requirement_names(build / "requirements.txt")
+    assert "boto3" in names and not [n for n in names if n.startswith(TEST_TOOLS)], names
+    assert "buildah" in (build / "bindep.txt").read_text()
+    collections = {c["name"] for c in yaml.safe_load((build / "requirements.yml").read_text())["collections"]}
+    assert {"amazon.aws", "community.aws", "kubernetes.core"} <= collections
+    # The collection's tarball, at galaxy.yml's version, goes into the image.
+    version = yaml.safe_load((ROOT / "galaxy.yml").read_text())["version"]
+    assert [p.name for p in (build / "trainium-eks").iterdir()] == [f"trainium-eks-{version}.tar.gz"]
+
+
+# --- the job templates and their surveys
+
+
+def _awx_setup():
+    plays = yaml.safe_load((ROOT / "playbooks/awx_setup.yml").read_text())
+    return plays[0]["vars"]
+
+
+def _awx_playbooks():
+    """The playbooks AWX offers for a project (its rules: .yml/.yaml files with a line starting with
+    hosts:, include: or import_playbook:, outside roles/, tasks/, group_vars/, host_vars/ and dot directories)."""
+    line = re.compile(r"^\s*-?\s*(hosts|include|import_playbook):")
+    found = set()
+    for directory, dirs, files in os.walk(ROOT):
+        parts = Path(directory).relative_to(ROOT).parts
+        if any(p.startswith(".") or p in ("roles", "tasks", "group_vars", "host_vars") for p in parts):
+            dirs[:] = []
+            continue
+        for name in files:
+            path = Path(directory) / name
+            if path.suffix in (".yml", ".yaml") and any(line.match(text) for text in path.read_text(errors="ignore").splitlines()):
+                found.add(str(path.relative_to(ROOT)))
+    return found
+
+
+def test_awx_lists_site_and_every_stage_playbook():
+    listed = _awx_playbooks()
+    stages = _awx_setup()["awx_setup_stages"]
+    assert "site.yml" in listed
+    for stage in stages:
+        assert stage["playbook"] in listed, f"AWX would not offer {stage['playbook']} for the {stage['name']} template"
+    assert "playbooks/awx_setup.yml" in listed
+    # Task files and inventories' variables are never offered as playbooks.
+    assert not [p for p in listed if "/tasks/" in p or "group_vars" in p]
+
+
+def test_every_survey_question_is_generated_from_the_argument_spec():
+    setup = _awx_setup()
+    spec = yaml.safe_load((ROOT / "roles/preflight/meta/argument_specs.yml").read_text())["argument_specs"]["main"]
+    names = {stage["name"] for stage in setup["awx_setup_stages"]}
+    assert set(setup["awx_setup_pipeline"]) <= names
+    for stage in setup["awx_setup_stages"]:
+        variables = [f"trainium_survey_{q}" for q in stage["survey"]]
+        survey = ts.survey_spec(spec, variables=variables)
+        assert [q["variable"] for q in survey["spec"]] == [v for v in ts.SURVEY_VARIABLES if v in variables]
+        for question in survey["spec"]:
+            if question["type"] == "integer":
+                paths = next(q[1] for q in ts.QUESTIONS if q[0] == question["variable"])
+                assert question["min"] == max(td.INT_RANGES[p][0] for p in paths if p in td.INT_RANGES)
+                assert question["max"] == min(td.INT_RANGES[p][1] for p in paths if p in td.INT_RANGES)
+
+
+def test_awx_setup_passes_syntax_check_and_refuses_bad_variables(tmp_path):
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    env.pop("CONTROLLER_HOST", None)
+    env.pop("CONTROLLER_OAUTH_TOKEN", None)
+    syntax = subprocess.run([str(BIN / "ansible-playbook"), "playbooks/awx_setup.yml", "-i", "inventories/aws", "--syntax-check"],
+                            cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    assert syntax.returncode == 0, syntax.stdout + syntax.stderr
+    bad = subprocess.run([str(BIN / "ansible-playbook"), "playbooks/awx_setup.yml", "-i", "inventories/aws",
+                          "-e", "awx_setup_controller_host=awx.example.com", "-e", "awx_setup_scm_url=https://git.example.com/t.git",
+                          "-e", "awx_setup_controller_token=abc", "-e", "awx_setup_execution_environment_image=quay.io/x/ee:latest-and-greatest!"],
+                         cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    assert bad.returncode == 2
+    assert "2 problem(s) in the variables; nothing was created" in bad.stdout
+    assert "awx_setup_controller_host: got \"awx.example.com\"; allowed: the controller URL" in bad.stdout
+    assert "awx_setup_execution_environment_image: got" in bad.stdout
+    assert "abc" not in bad.stdout.replace("awx_setup_controller_token", "")
