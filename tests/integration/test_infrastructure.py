@@ -45,6 +45,7 @@ TEARDOWN = "playbooks/teardown.yml"
 SITE = "site.yml"
 PLATFORM = "playbooks/platform.yml"
 TRAINING = "playbooks/training.yml"
+STATUS = "playbooks/status.yml"
 TRN_NODES = ["trn1-0", "trn1-1"]
 SYSTEM_NODES = {"system-0", "system-1"}
 MANAGED = "app.kubernetes.io/managed-by=trainium.eks"
@@ -296,6 +297,43 @@ def steps_of(logs):
     return [(int(m[2]), float(m[3])) for text in logs.values() for m in LOG_STEP.finditer(text)]
 
 
+def assert_timeline_recorded(directory, run):
+    """Each stage's start and end in the run timeline, and the time per stage in the summary."""
+    timeline = json.loads((directory / "timeline-latest.json").read_text())
+    stages = [entry["stage"] for entry in timeline["stages"]]
+    assert stages == ["preflight", "infrastructure", "platform", "training"], timeline
+    for entry in timeline["stages"]:
+        assert entry["end"] >= entry["start"] and entry["seconds"] == round(entry["end"] - entry["start"], 1), entry
+    assert timeline["wall_seconds"] >= timeline["stage_seconds"] * 0.9 and timeline["check_mode"] is False
+    # The training stage (a real run of 60 steps) takes longer than preflight.
+    seconds = {entry["stage"]: entry["seconds"] for entry in timeline["stages"]}
+    assert seconds["training"] > seconds["preflight"], seconds
+    text = " ".join(run.output.split())
+    assert re.search(r"Time per stage: preflight [0-9.]+ s, infrastructure [0-9.]+ s, platform [0-9.]+ s, training [0-9.]+ s", text), text[-2000:]
+    assert len(list(directory.glob("timeline-*.json"))) == 2
+
+
+def check_status(run_playbook, kubeconfig, local_vars, directory):
+    """playbooks/status.yml on the converged stack: what it prints, its page, and that it changes nothing."""
+    job = local_vars["trainium_job"]
+    status = run_playbook(STATUS, args=run_args(kubeconfig) + ["-e", f"trainium_status_dir={directory}"])
+    assert status.rc == 0, status
+    assert status.recap["changed"] == 0, status.changed_tasks
+    text = " ".join(status.output.split())
+    cluster = local_vars["trainium_cluster_name"]
+    assert f"- EKS cluster {cluster}: ACTIVE, Kubernetes {local_vars['trainium_kubernetes_version']}" in text, text[-4000:]
+    assert f"- node pool trn1: node group {cluster}-trn1 ACTIVE, 2 node(s) wanted" in text and "Neuron/EFA: 2 of 2 node(s) healthy" in text
+    assert f"- queue {job['queue']}: Open" in text
+    found = re.search(rf"- job {job['name']} \(training\): Completed, pods succeeded 2; step {job['max_steps']}, loss ([0-9.]+), ([0-9.]+) seq/s", text)
+    assert found and float(found.group(1)) < 9.0, text[-4000:]
+    assert f"- job {job['name']}-precompile (precompile): Completed" in text
+    assert re.search(r"- storage: FSx for Lustre fs-[0-9a-f]+ AVAILABLE, PERSISTENT_\d \d+ GiB", text), text[-2000:]
+    page = (directory / "status.html").read_text()
+    assert f"trainium.eks status: {cluster}" in page and page.count('<tr class="good">') == 2
+    checked = run_playbook(STATUS, args=run_args(kubeconfig) + ["-e", f"trainium_status_dir={directory}", "--check"])
+    assert checked.rc == 0 and checked.recap["changed"] == 0, checked
+
+
 def assert_training_ran(kube, rehearsal, local_vars, run):
     """The training stage of site.yml on the rehearsal: image, dataset, precompile, a real training run, its report."""
     job = local_vars["trainium_job"]
@@ -396,7 +434,7 @@ def check_training_faults(run_playbook, kube, kubeconfig, local_vars):
 
 @pytest.mark.xdist_group("shared_stack")  # eks_cluster reaches the cluster with an EKS token
 def test_site_converges_platform_included_then_teardown_empties_account_and_cluster(
-        aws, aws_calls, run_playbook, kubeconfig, rehearsal, local_vars, kube, group_lock):
+        aws, aws_calls, run_playbook, kubeconfig, rehearsal, local_vars, kube, group_lock, tmp_path):
     baseline = aws.resources()
     # A new account has a new, empty file system: the rehearsal's stand-in of its volume starts empty too.
     shutil.rmtree(pathlib.Path(rehearsal["TRAINIUM_REHEARSAL_SHARED_DIR"]) / local_vars["trainium_job"]["namespace"], ignore_errors=True)
@@ -404,12 +442,14 @@ def test_site_converges_platform_included_then_teardown_empties_account_and_clus
     # The training stage takes both fake trn1 nodes' Neuron devices: the Volcano tests (group shared_kube) wait.
     with group_lock("shared_kube"):
         # The whole pipeline, training included: a few minutes on 2 loaded cores.
-        first = run_playbook(SITE, args=run_args(kubeconfig), timeout=900)
+        first = run_playbook(SITE, args=run_args(kubeconfig) + ["-e", f"trainium_timeline_dir={tmp_path}/runs"], timeout=900)
         assert first.rc == 0, first
         assert first.recap["changed"] > 0
         assert_account_holds_the_deployment(aws)
         assert_platform_is_up(kube, aws, local_vars)
         assert_training_ran(kube, rehearsal, local_vars, first)
+        assert_timeline_recorded(tmp_path / "runs", first)
+        check_status(run_playbook, kubeconfig, local_vars, tmp_path / "status")
         again = run_playbook(TRAINING, args=run_args(kubeconfig))
         assert again.rc == 0, again
         assert again.recap["changed"] == 0, again.changed_tasks
