@@ -424,10 +424,10 @@ def failed_pods(pods):
     return sorted(found, key=lambda f: f["finished"])
 
 
-def last_log_line(text):
-    """The last rank-0 ``LOG ...`` line of a log tail."""
+def last_log_line(text, containing=""):
+    """The last rank-0 ``LOG ...`` line of a log tail (that also contains ``containing``)."""
     for line in reversed((text or "").splitlines()):
-        if "LOG " in line:
+        if "LOG " in line and containing in line:
             return line[line.index("LOG "):].strip()
     return None
 
@@ -619,7 +619,7 @@ def status(api, params, check_mode=False, job=None):
     if job is None:
         return {"exists": False, "phase": None, "pods": pod_counts([]), "pending_reason": None, "failed_pods": [],
                 "failed_for_good": False, "done": False, "retry_count": 0, "max_retry": 0, "nnodes": 0,
-                "last_log": None, "log_error": None}
+                "last_log": None, "last_step_log": None, "log_error": None}
     pods = api.pods(namespace, name)
     groups = api.podgroups(namespace, name)
     names = {name} | {(g.get("metadata") or {}).get("name") for g in groups} | {(p.get("metadata") or {}).get("name") for p in pods}
@@ -629,13 +629,14 @@ def status(api, params, check_mode=False, job=None):
     selector = ((((job.get("spec") or {}).get("tasks") or [{}])[0].get("template") or {}).get("spec") or {}).get("nodeSelector") or {}
     nodes = api.nodes(",".join(f"{k}={v}" for k, v in sorted(selector.items()))) if waiting else None
     summary = summarize(job, pods, groups, events, nodes)
-    summary["last_log"], summary["log_error"] = None, None
+    summary["last_log"], summary["last_step_log"], summary["log_error"] = None, None, None
     for pod in log_candidates(pods):
         text, error = api.log(namespace, pod["metadata"]["name"], max(int(params.get("log_lines") or 20), 200))
         summary["log_error"] = summary["log_error"] or error
         line = last_log_line(text)
         if line:
-            summary["last_log"], summary["log_error"] = line, None
+            # The last step's figures, also when the run has logged its end after them.
+            summary["last_log"], summary["last_step_log"], summary["log_error"] = line, last_log_line(text, " step_loss "), None
             break
     if summary["failed_pods"]:
         first = summary["failed_pods"][0]

@@ -336,6 +336,11 @@ status:
     last_log:
       description: The last C(LOG ...) line of global rank 0's log.
       type: str
+    last_step_log:
+      description:
+        - The last C(LOG ...) line of global rank 0's log with a step's figures (C(step_loss)), in the 200 lines read;
+          null when there is none (the figures, parsed - P(trainium.eks.log_figures#filter)).
+      type: str
     log_error:
       description: V(log unavailable) and why, when the API refused the pods' logs.
       type: str

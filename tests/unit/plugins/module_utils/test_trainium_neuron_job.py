@@ -254,6 +254,12 @@ def test_failed_pod_log_tail_and_rank0_log_line():
     # with restarts left, the same failure is not final
     restarting = nj.summarize(with_phase(nj.render(PARAMS), "Restarting", retry=1), api.pod_list["bert"], [], [])
     assert restarting["failed_for_good"] is False
+    assert summary["last_step_log"] == summary["last_log"]
+    # A run that logged its end after its last step: the last line is the end, the step figures stay readable.
+    api.logs["bert-role1-0-0"] += "\nLOG done: step 9 of 9, checkpoint /data/output/bert/checkpoints/ckpt_9.pt"
+    done = nj.status(api, dict(PARAMS, max_retry=0))
+    assert done["last_log"].startswith("LOG done: step 9 of 9")
+    assert done["last_step_log"] == "LOG Mon Jan 1 - (0, 9) step_loss : 7.1 learning_rate : 1e-4 throughput : 9.5"
     api.logs["bert-role1-0-0"] = RuntimeError("403 pods/log is forbidden")
     assert nj.status(api, dict(PARAMS, max_retry=0))["log_error"] == "log unavailable: 403 pods/log is forbidden"
 
