@@ -46,6 +46,8 @@ SYSTEM_POOL = "system"
 SYSTEM_POOL_DEFAULTS = {"enabled": True, "instance_type": "m7i.large", "count": 2, "root_volume_size_gib": 50}
 SYSTEM_POOL_MAX_NODES = 10
 INSTANCE_TYPE_RE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9]+$")
+# Graviton (arm64) families: a generation digit followed by "g" (m7g, c6gn, r8gd, t4g, im4gn), and a1.
+GRAVITON_TYPE_RE = re.compile(r"^([a-z]+[0-9]+g[a-z]*|a1)\.")
 TRAINIUM_INSTANCE_TYPES = ("trn1.2xlarge", "trn1.32xlarge", "trn1n.32xlarge", "trn2.48xlarge")
 KUBERNETES_VERSIONS = ("1.31", "1.32", "1.33", "1.34", "1.35")
 CAPACITY_TYPES = ("ON_DEMAND", "SPOT", "CAPACITY_BLOCK")
@@ -293,6 +295,9 @@ def _validate_system_pool(errors, value):
     if errors.check_re("trainium_system_node_pool.instance_type", itype, INSTANCE_TYPE_RE, "an EC2 instance type such as 'm7i.large'"):
         if itype in TRAINIUM_INSTANCE_TYPES:
             errors.add("trainium_system_node_pool.instance_type", itype, "a CPU instance type such as 'm7i.large' (Trainium types go in trainium_node_pools)")
+        elif GRAVITON_TYPE_RE.match(itype):
+            errors.add("trainium_system_node_pool.instance_type", itype,
+                       "an x86_64 instance type such as 'm7i.large' (the system pool runs the AL2023 x86_64 AMI; Graviton types are not supported)")
     errors.check_int("trainium_system_node_pool.count", pool["count"], 1, SYSTEM_POOL_MAX_NODES)
     errors.check_int("trainium_system_node_pool.root_volume_size_gib", pool["root_volume_size_gib"], 20, 16384)
 

@@ -113,6 +113,18 @@ def test_one_bad_value_gives_its_exact_line(changes, line):
     assert td.deployment_errors(_variables(**changes)) == [line]
 
 
+@pytest.mark.parametrize("itype", ["m7g.large", "c6gn.xlarge", "r8gd.large", "t4g.medium", "im4gn.large", "a1.large"])
+def test_graviton_types_are_refused_for_the_x86_64_system_pool(itype):
+    assert td.deployment_errors(_variables(trainium_system_node_pool={"instance_type": itype})) == [
+        f"trainium_system_node_pool.instance_type: got {itype!r} (str); allowed: an x86_64 instance type such as 'm7i.large' "
+        "(the system pool runs the AL2023 x86_64 AMI; Graviton types are not supported)"]
+
+
+@pytest.mark.parametrize("itype", ["m7i.large", "c7i.xlarge", "g5.xlarge", "m5a.large", "t3.medium", "m7i-flex.large"])
+def test_x86_64_types_are_accepted_for_the_system_pool(itype):
+    assert td.deployment_errors(_variables(trainium_system_node_pool={"instance_type": itype})) == []
+
+
 def test_a_trainium_pool_named_system_is_refused():
     pools = [dict(BASELINE["trainium_node_pools"][0], name="system")]
     errors = td.deployment_errors(_variables(trainium_node_pools=pools, trainium_job=_job(node_pool="system")))
