@@ -53,14 +53,14 @@ import re
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 HERE = pathlib.Path(__file__).resolve().parent
 POLICY_DIR = ROOT / "docs" / "iam"
-STAGES = ("preflight", "infrastructure", "training", "teardown")
+STAGES = ("preflight", "infrastructure", "training", "status", "teardown")
 # trainium-eks-<stage>.json, or trainium-eks-<stage>-<part>.json when a stage needs more than one managed policy.
 POLICY_FILE_RE = re.compile(r"^trainium-eks-(?P<stage>[a-z]+)(?:-(?P<part>[a-z]+))?\.json$")
 # The first word of a play's name says its stage; the other plays (Validate, Summary) call no AWS API.
 # The platform stage's only AWS calls read the file system of the infrastructure
 # stage (platform.yml run alone): it runs under the infrastructure policies.
 PLAY_STAGES = {"Preflight": "preflight", "Infrastructure": "infrastructure", "Platform": "infrastructure", "Training": "training",
-               "Teardown": "teardown"}
+               "Status": "status", "Teardown": "teardown"}
 PLACEHOLDERS = ("ACCOUNT_ID", "REGION", "CLUSTER_NAME", "REPOSITORY_NAME")
 # IAM's limit for a customer managed policy, whitespace not counted ...
 MANAGED_POLICY_MAX_CHARS = 6144
@@ -102,7 +102,7 @@ TAG_ON_CREATE = {"kms:CreateKey": "kms:TagResource", "fsx:CreateFileSystem": "fs
 NON_API_ACTIONS = {"iam:PassRole"}
 # IAM service prefixes of the botocore services the collection uses (signing names).
 SERVICE_PREFIXES = {"ec2": "ec2", "ecr": "ecr", "eks": "eks", "fsx": "fsx", "iam": "iam", "kms": "kms", "logs": "logs",
-                    "servicequotas": "servicequotas", "ssm": "ssm", "sts": "sts"}
+                    "monitoring": "cloudwatch", "servicequotas": "servicequotas", "ssm": "ssm", "sts": "sts"}
 BOTOCORE_NAMES = {"servicequotas": "service-quotas"}
 
 NEEDS_NO_PERMISSION = {
@@ -178,6 +178,8 @@ NOT_RECORDED = {
         "logs:UntagLogGroup": _UPDATE,
         "logs:UntagResource": _UPDATE,
     },
+    # playbooks/status.yml reads only; the acceptance test runs it on the converged deployment, every action requested.
+    "status": {},
     "training": {
         "ecr:BatchCheckLayerAvailability": _REGISTRY,
         "ecr:BatchGetImage": _REGISTRY,

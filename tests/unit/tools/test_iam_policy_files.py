@@ -103,7 +103,7 @@ def test_placeholders_are_the_documented_ones_and_render_to_valid_arns(path):
 @pytest.mark.parametrize("stage", iam_policy.STAGES)
 def test_the_roles_of_the_cluster_are_named_by_the_stages_that_make_or_remove_them(stage):
     rendered = json.dumps(iam_policy.load_policy(stage, VALUES))
-    assert ("arn:aws:iam::111122223333:role/trn-prod-cluster" in rendered) is (stage not in ("preflight", "training"))
+    assert ("arn:aws:iam::111122223333:role/trn-prod-cluster" in rendered) is (stage not in ("preflight", "training", "status"))
 
 
 def test_every_aws_operation_in_plugins_is_allowed_by_a_policy():
