@@ -69,7 +69,8 @@ class Problems(list):
         return True
 
     def check_re(self, name, value, regex, allowed):
-        if not isinstance(value, str) or not regex.match(value):
+        # fullmatch: a pattern's "$" would let a trailing newline through ("trn-bert\n").
+        if not isinstance(value, str) or not regex.fullmatch(value):
             self.add(name, value, allowed)
             return False
         return True

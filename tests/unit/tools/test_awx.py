@@ -119,7 +119,11 @@ def test_every_survey_question_is_generated_from_the_argument_spec():
     spec = yaml.safe_load((ROOT / "roles/preflight/meta/argument_specs.yml").read_text())["argument_specs"]["main"]
     names = {stage["name"] for stage in setup["awx_setup_stages"]}
     assert set(setup["awx_setup_pipeline"]) <= names
+    # A teardown template asks nothing: a survey could point it at another deployment.
+    assert [stage["survey"] for stage in setup["awx_setup_stages"] if stage["name"] == "teardown"] == [[]]
     for stage in setup["awx_setup_stages"]:
+        if not stage["survey"]:
+            continue
         variables = [f"trainium_survey_{q}" for q in stage["survey"]]
         survey = ts.survey_spec(spec, variables=variables)
         assert [q["variable"] for q in survey["spec"]] == [v for v in ts.SURVEY_VARIABLES if v in variables]
@@ -138,11 +142,11 @@ def test_awx_setup_passes_syntax_check_and_refuses_bad_variables(tmp_path):
                             cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     assert syntax.returncode == 0, syntax.stdout + syntax.stderr
     bad = subprocess.run([str(BIN / "ansible-playbook"), "playbooks/awx_setup.yml", "-i", "inventories/aws",
-                          "-e", "awx_setup_controller_host=awx.example.com", "-e", "awx_setup_scm_url=https://git.example.com/t.git",
+                          "-e", "awx_setup_controller_host=http://awx.example.com", "-e", "awx_setup_scm_url=https://git.example.com/t.git",
                           "-e", "awx_setup_controller_token=abc", "-e", "awx_setup_execution_environment_image=quay.io/x/ee:latest-and-greatest!"],
                          cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     assert bad.returncode == 2
     assert "2 problem(s) in the variables; nothing was created" in bad.stdout
-    assert "awx_setup_controller_host: got \"awx.example.com\"; allowed: the controller URL" in bad.stdout
+    assert "awx_setup_controller_host: got \"http://awx.example.com\"; allowed: the controller's https:// URL" in bad.stdout
     assert "awx_setup_execution_environment_image: got" in bad.stdout
     assert "abc" not in bad.stdout.replace("awx_setup_controller_token", "")

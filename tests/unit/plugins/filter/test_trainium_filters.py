@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import pathlib
+
 import pytest
 
 from ansible.errors import AnsibleFilterError
@@ -27,7 +29,14 @@ def test_filter_names():
         "deployment_errors": filters.deployment_errors,
         "place_node_pools": filters.place_node_pools,
         "job_fit_errors": filters.job_fit_errors,
+        "survey_spec": filters.survey_spec,
+        "survey_defaults": filters.survey_defaults,
+        "apply_survey": filters.apply_survey,
+        "log_figures": filters.log_figures,
     }
+    # Every filter documents itself (plugins/filter/<name>.yml, what ansible-doc -t filter reads).
+    docs = pathlib.Path(filters.__file__).parent
+    assert all((docs / f"{name}.yml").is_file() for name in table)
 
 
 @pytest.mark.parametrize("value", [None, [], "trainium_region=us-west-2"])

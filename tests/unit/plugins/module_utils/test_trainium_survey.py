@@ -150,3 +150,9 @@ def test_a_question_whose_variable_left_the_argument_spec_is_an_error():
         ts.survey_spec(spec)
     with pytest.raises(ts.SurveyError, match="no survey question for trainium_survey_bogus"):
         ts.survey_spec(SPEC, variables=["trainium_survey_bogus"])
+
+
+def test_a_text_answer_with_a_trailing_newline_is_refused(deployment):
+    # A survey answer sent through the API may carry one; "$" in the patterns would let it through.
+    assert _errors_with(deployment, {"trainium_survey_cluster_name": "trn-bert\n"})
+    assert _errors_with(deployment, {"trainium_survey_region": "us-west-2\n"})
