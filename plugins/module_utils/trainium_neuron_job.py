@@ -639,10 +639,7 @@ def status(api, params, check_mode=False, job=None):
             summary["last_log"], summary["last_step_log"], summary["log_error"] = line, last_log_line(text, " step_loss "), None
             break
     if summary["failed_pods"]:
-        first = summary["failed_pods"][0]
-        text, error = api.log(namespace, first["name"], int(params.get("log_lines") or 20))
-        first["log"] = text.splitlines()[-int(params.get("log_lines") or 20):] if text is not None else []
-        first["log_error"] = error
+        summary["failed_pods"] = _cause_first(api, namespace, summary["failed_pods"], int(params.get("log_lines") or 20))
     if params.get("mode") == "precompile" and summary["done"] and params.get("image") and params.get("script"):
         record = cache_record(api, params)
         summary["cache_recorded"] = bool(record and record.get("fingerprint") == fingerprint(params))
@@ -651,6 +648,28 @@ def status(api, params, check_mode=False, job=None):
             summary["cache_recorded"] = True
             summary["cache_record_written"] = True
     return summary
+
+
+# What torchrun's agent raises when another node's agent closed the rendezvous: a
+# consequence of that node's failure, not a cause.
+FOLLOW_ON_FAILURES = ("RendezvousClosedError",)
+# How many failed pods' logs a status reads to find the one that failed first.
+CAUSE_SEARCH_PODS = 3
+
+
+def _cause_first(api, namespace, failed, lines):
+    """The failed pods with the log tail of the one that shows the cause first.
+
+    Pods that failed within the same second are in no telling order; a pod whose
+    agent only saw the rendezvous closed by another failed because of it.
+    """
+    for pod in failed[:CAUSE_SEARCH_PODS]:
+        text, error = api.log(namespace, pod["name"], lines)
+        pod["log"] = text.splitlines()[-lines:] if text is not None else []
+        pod["log_error"] = error
+        if not any(marker in line for line in pod["log"] for marker in FOLLOW_ON_FAILURES):
+            return [pod] + [other for other in failed if other is not pod]
+    return failed
 
 
 def present(api, params, check_mode=False, delete_timeout=300):

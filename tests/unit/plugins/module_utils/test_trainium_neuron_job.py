@@ -264,6 +264,24 @@ def test_failed_pod_log_tail_and_rank0_log_line():
     assert nj.status(api, dict(PARAMS, max_retry=0))["log_error"] == "log unavailable: 403 pods/log is forbidden"
 
 
+def test_the_failure_shown_is_the_cause_not_the_peer_whose_rendezvous_closed():
+    # Both pods failed in the same second; replica 0's agent only saw replica 1 close the rendezvous.
+    api = StubApi()
+    nj.present(api, dict(PARAMS, max_retry=0))
+    api.jobs["bert"] = with_phase(api.jobs["bert"], "Failed")
+    same_second = {"exitCode": 1, "reason": "Error", "finishedAt": "2024-01-01T00:02:00Z"}
+    api.pod_list["bert"] = [pod("bert-role1-0-0", "Failed", 0, terminated=same_second),
+                            pod("bert-role1-1-0", "Failed", 1, terminated=same_second)]
+    api.logs["bert-role1-0-0"] = "Traceback (most recent call last):\n    raise RendezvousClosedError\ntorch...RendezvousClosedError"
+    api.logs["bert-role1-1-0"] = "usage: train_bert.py [-h]\ntrain_bert.py: error: unrecognized arguments: --no_such_flag"
+    summary = nj.status(api, dict(PARAMS, max_retry=0))
+    assert [p["name"] for p in summary["failed_pods"]] == ["bert-role1-1-0", "bert-role1-0-0"]
+    assert summary["failed_pods"][0]["log"][-1].endswith("unrecognized arguments: --no_such_flag")
+    # When every log is a follow-on (or none says), the first failed pod stays first.
+    api.logs["bert-role1-1-0"] = "RendezvousClosedError"
+    assert nj.status(api, dict(PARAMS, max_retry=0))["failed_pods"][0]["name"] == "bert-role1-0-0"
+
+
 def test_fingerprint_ignores_run_length_only():
     base = nj.fingerprint(PRECOMPILE)
     assert nj.fingerprint(dict(PRECOMPILE, steps_this_run=5, script_args=["--batch_size", "16", "--max_steps", "9"])) == base
