@@ -60,9 +60,12 @@ ADDITIONS = (
     "no service account token (automountServiceAccountToken: false: torchrun never calls the API), no Service "
     "environment variables (enableServiceLinks: false), the RuntimeDefault seccomp profile and "
     "allowPrivilegeEscalation: false (the securityContext TorchX leaves empty)",
-    "the env TRAINIUM_JOB_VERSION (the pod's volcano.sh/job-version annotation) and --rdzv_id '<id>'-\"v${TRAINIUM_JOB_VERSION:-0}\": "
-    "a Volcano restart (RestartJob) runs the job again under a new version, and its agents need a new rendezvous "
-    "(the failed attempt closed the old one in etcd, for the 2 h its run keys live)",
+    "the env TRAINIUM_JOB_GROUP and TRAINIUM_JOB_VERSION (the pod's scheduling.k8s.io/group-name and volcano.sh/job-version "
+    "annotations) and --rdzv_id '<id>'-\"${TRAINIUM_JOB_GROUP:-0}\"-\"v${TRAINIUM_JOB_VERSION:-0}\": one rendezvous per Job "
+    "object and per attempt. A Volcano restart (RestartJob) runs the job again under a new version, and a Job created "
+    "again with the same spec (a failed one replaced, a forced precompile) is a new object (its PodGroup is named "
+    "<job>-<uid>); each needs a new rendezvous, because a finished or failed run closed its own in etcd for the 2 h "
+    "its run keys live",
 )
 # What the pods get on top of TorchX's rendering (ADDITIONS): no API token, no Service links, seccomp, no escalation.
 POD_HARDENING = {"automountServiceAccountToken": False, "enableServiceLinks": False,
@@ -71,6 +74,11 @@ CONTAINER_SECURITY = {"allowPrivilegeEscalation": False}
 # The env variable that carries the Volcano Job's version (one more per RestartJob) into the pod.
 JOB_VERSION_ENV = "TRAINIUM_JOB_VERSION"
 JOB_VERSION_ANNOTATION = "volcano.sh/job-version"
+# ... and the Job object's PodGroup, <job>-<uid>: a Job created again with the same spec is another object.
+JOB_GROUP_ENV = "TRAINIUM_JOB_GROUP"
+JOB_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
+# The rendezvous id after TorchX's quoted app id: one per Job object and attempt (ADDITIONS).
+RDZV_SUFFIX = f"-\"${{{JOB_GROUP_ENV}:-0}}\"-\"v${{{JOB_VERSION_ENV}:-0}}\""
 _CACHESET = re.compile(r"^[A-Za-z0-9_-]+$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
@@ -156,7 +164,7 @@ def launcher_line(params, rdzv_id):
              "--nproc_per_node", str(params["nproc_per_node"]), "--tee", "3", "--role", "", params["script"]]
     # The component quotes its words with the app-id macro still in them, then TorchX substitutes it.
     line = " ".join(shlex.quote(word) for word in words).replace(
-        shlex.quote("${app_id}"), f"'{rdzv_id}'-\"v${{{JOB_VERSION_ENV}:-0}}\"")
+        shlex.quote("${app_id}"), f"'{rdzv_id}'{RDZV_SUFFIX}")
     rest = shlex.join(script_args(params))
     return f"{line} {rest}"
 
@@ -191,8 +199,9 @@ def environment(params, replica):
     env = dict(pairs)
     for key, value in (params.get("env") or {}).items():
         env[str(key)] = str(value)
-    version = {"name": JOB_VERSION_ENV, "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{JOB_VERSION_ANNOTATION}']"}}}
-    return [{"name": key, "value": value} for key, value in env.items()] + [version]
+    downward = [{"name": name, "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{annotation}']"}}}
+                for name, annotation in ((JOB_GROUP_ENV, JOB_GROUP_ANNOTATION), (JOB_VERSION_ENV, JOB_VERSION_ANNOTATION))]
+    return [{"name": key, "value": value} for key, value in env.items()] + downward
 
 
 def workload(params):

@@ -19,9 +19,9 @@ description:
     compile cache directory per node C(<cache_root>/<cacheset>_<replica>) and the bf16 switch; O(max_retry) with
     PodEvicted and PodFailed restarting the job.
   - Additions on top of TorchX - the Job is named O(name) (no random suffix) and C(--rdzv_id) is the job name, 8 hex
-    digits of its spec hash and C(-v<attempt>), the Volcano Job's version from the pod's annotation
-    C(volcano.sh/job-version) (env C(TRAINIUM_JOB_VERSION)), so that each attempt after a RestartJob has a rendezvous
-    of its own; labels O(labels) and C(trainium.eks/workload) (V(training) or V(precompile)) on the Job and
+    digits of its spec hash, the Job's PodGroup C(<job>-<uid>) and C(-v<attempt>), from the pod's annotations
+    C(scheduling.k8s.io/group-name) and C(volcano.sh/job-version) (env C(TRAINIUM_JOB_GROUP), C(TRAINIUM_JOB_VERSION)),
+    so that each attempt after a RestartJob, and a Job created again with the same spec, has a rendezvous of its own; labels O(labels) and C(trainium.eks/workload) (V(training) or V(precompile)) on the Job and
     its pods; the annotation C(trainium.eks/spec-hash); C(minAvailable) = O(nnodes) (Volcano's own default);
     resource requests equal to the limits (what the API server sets for extended resources); no service account
     token, no Service links, the RuntimeDefault seccomp profile and no privilege escalation.

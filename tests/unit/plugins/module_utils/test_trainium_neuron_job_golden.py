@@ -69,10 +69,12 @@ def without_additions(job, params):
         resources = container["resources"]
         assert resources["requests"] == resources["limits"]
         resources["requests"] = {}
-        # The rendezvous of each attempt: the Job's version from the pod's annotation, appended to the rdzv_id.
+        # The rendezvous of each Job object and attempt: its PodGroup and version from the pod's annotations, after the rdzv_id.
         assert container["env"].pop() == {"name": nj.JOB_VERSION_ENV, "valueFrom": {"fieldRef": {
             "fieldPath": f"metadata.annotations['{nj.JOB_VERSION_ANNOTATION}']"}}}
-        suffix = f"-\"v${{{nj.JOB_VERSION_ENV}:-0}}\""
+        assert container["env"].pop() == {"name": nj.JOB_GROUP_ENV, "valueFrom": {"fieldRef": {
+            "fieldPath": f"metadata.annotations['{nj.JOB_GROUP_ANNOTATION}']"}}}
+        suffix = f"-\"${{{nj.JOB_GROUP_ENV}:-0}}\"-\"v${{{nj.JOB_VERSION_ENV}:-0}}\""
         assert suffix in container["command"][-1]
         container["command"][-1] = container["command"][-1].replace(suffix, "")
     return job
