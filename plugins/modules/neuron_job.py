@@ -22,7 +22,8 @@ description:
     digits of its spec hash, the Job's PodGroup C(<job>-<uid>) and C(-v<attempt>), from the pod's annotations
     C(scheduling.k8s.io/group-name) and C(volcano.sh/job-version) (env C(TRAINIUM_JOB_GROUP), C(TRAINIUM_JOB_VERSION)),
     so that each attempt after a RestartJob, and a Job created again with the same spec, has a rendezvous of its own;
-    labels O(labels) and C(trainium.eks/workload) (V(training) or V(precompile)) on the Job and its pods; the annotation C(trainium.eks/spec-hash); C(minAvailable) = O(nnodes) (Volcano's own default);
+    labels O(labels) and C(trainium.eks/workload) (V(training) or V(precompile)) on the Job and its pods;
+    the annotation C(trainium.eks/spec-hash); C(minAvailable) = O(nnodes) (Volcano's own default);
     resource requests equal to the limits (what the API server sets for extended resources); no service account
     token, no Service links, the RuntimeDefault seccomp profile and no privilege escalation.
   - O(state=present) creates the Job; with the same spec hash it changes nothing while the Job runs or after it
