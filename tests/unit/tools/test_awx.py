@@ -86,10 +86,12 @@ def _awx_setup():
     return plays[0]["vars"]
 
 
-def _awx_playbooks():
+def _awx_playbooks(fqcn_import=False):
     """The playbooks AWX offers for a project (its rules: .yml/.yaml files with a line starting with
-    hosts:, include: or import_playbook:, outside roles/, tasks/, group_vars/, host_vars/ and dot directories)."""
-    line = re.compile(r"^\s*-?\s*(hosts|include|import_playbook):")
+    hosts:, include: or import_playbook:, outside roles/, tasks/, group_vars/, host_vars/ and dot directories).
+    fqcn_import: also the lines newer AWX versions take (ansible.builtin.import_playbook:)."""
+    keys = "hosts|include|import_playbook" + ("|ansible\\.builtin\\.import_playbook" if fqcn_import else "")
+    line = re.compile(rf"^\s*-?\s*({keys}):")
     found = set()
     for directory, dirs, files in os.walk(ROOT):
         parts = Path(directory).relative_to(ROOT).parts
@@ -99,8 +101,12 @@ def _awx_playbooks():
         for name in files:
             path = Path(directory) / name
             if path.suffix in (".yml", ".yaml") and any(line.match(text) for text in path.read_text(errors="ignore").splitlines()):
-                found.add(str(path.relative_to(ROOT)))
+                found.add(path.relative_to(ROOT).as_posix())
     return found
+
+
+def _relative(pattern):
+    return {p.relative_to(ROOT).as_posix() for p in ROOT.glob(pattern)}
 
 
 def test_awx_lists_site_and_every_stage_playbook():
@@ -112,6 +118,39 @@ def test_awx_lists_site_and_every_stage_playbook():
     assert "playbooks/awx_setup.yml" in listed
     # Task files and inventories' variables are never offered as playbooks.
     assert not [p for p in listed if "/tasks/" in p or "group_vars" in p]
+
+
+def test_awx_lists_only_the_user_facing_playbooks():
+    # Every AWX version offers these (older ones do not recognise ansible.builtin.import_playbook: lines) ...
+    offered = {"site.yml"} | _relative("playbooks/*.yml")
+    # ... and the stage plays that site.yml and playbooks/<stage>.yml import: plays of their own, in playbooks/.
+    offered |= _relative("playbooks/stages/*.yml")
+    # A YAML inventory names its hosts under `hosts:`, which AWX's line match takes for a play; the inventories
+    # stay plain YAML inventories (their paths are the documented ones, awx_setup_inventory_path included).
+    inventories = _relative("inventories/*/hosts.yml")
+    assert inventories == {"inventories/aws/hosts.yml", "inventories/local/hosts.yml"}
+    assert _awx_playbooks() == offered | inventories
+    # Newer AWX versions match one line more; it adds nothing: Molecule's playbooks are in dot directories.
+    assert _awx_playbooks(fqcn_import=True) == offered | inventories
+    assert not [p for p in _awx_playbooks(fqcn_import=True) if p.startswith(("molecule/", "tests/", "tools/"))]
+
+
+def test_molecule_runs_the_playbooks_awx_does_not_see():
+    """Each scenario's playbooks are in molecule/<scenario>/.playbooks/, named once by the base config;
+    Molecule skips a prepare, cleanup, destroy or verify playbook it does not find, so a playbook left
+    next to molecule.yml, or under a name the base config does not give, would silently not run."""
+    named = yaml.safe_load((ROOT / ".config/molecule/config.yml").read_text())["provisioner"]["playbooks"]
+    assert named == {step: f".playbooks/{step}.yml" for step in ("prepare", "converge", "verify", "cleanup", "destroy")}
+    scenarios = sorted(p.parent for p in ROOT.glob("molecule/*/molecule.yml"))
+    assert len(scenarios) >= 18
+    for scenario in scenarios:
+        config = yaml.safe_load((scenario / "molecule.yml").read_text())
+        assert "playbooks" not in (config.get("provisioner") or {}) and "playbooks" not in (config.get("ansible") or {}), scenario.name
+        left = [p.relative_to(ROOT).as_posix() for p in scenario.rglob("*.y*ml")
+                if p.relative_to(scenario).parts[0] not in ("molecule.yml", ".playbooks")]
+        assert not left, f"Molecule does not run these, and vars files belong next to the playbooks: {left}"
+        playbooks = {p.stem for p in (scenario / ".playbooks").glob("*.yml")}
+        assert "converge" in playbooks and playbooks <= set(named), (scenario.name, playbooks)
 
 
 def test_every_survey_question_is_generated_from_the_argument_spec():
