@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import base64
+import time
 import pathlib
 import urllib.error
 import urllib.request
@@ -183,3 +184,48 @@ def test_ecr_token_and_repository_uri_point_at_the_rehearsal_registry(aws, rehea
 
     assert v2_status(data[0]["authorizationToken"]) == 200
     assert v2_status(base64.b64encode(f"AWS:{password}x".encode()).decode()) == 401
+
+
+def test_creations_take_aws_time_at_the_scale_factor(aws, rehearsal, wait_until):
+    """moto_ext_timing.py: with a factor in aws-time-scale, a cluster, a node group and a file system stay
+    CREATING for their AWS time x factor; without one (the default) a cluster is ACTIVE at once."""
+    scale_file = pathlib.Path(rehearsal["TRAINIUM_REHEARSAL_DIR"]) / "aws-time-scale"
+    eks, ec2 = aws.client("eks"), aws.client("ec2")
+    subnets = [s["SubnetId"] for s in ec2.describe_subnets()["Subnets"][:2]]
+    role = "arn:aws:iam::123456789012:role/eks"
+    eks.create_cluster(name="trn-instant", roleArn=role, resourcesVpcConfig={"subnetIds": subnets})
+    assert eks.describe_cluster(name="trn-instant")["cluster"]["status"] == "ACTIVE"
+    # 600 s x 0.01 = 6 s for the cluster, 300 s -> 3 s for a node group, 480 s -> 4.8 s for a file system.
+    scale_file.write_text("0.01\n", encoding="utf-8")
+    try:
+        started = time.monotonic()
+        eks.create_cluster(name="trn-scaled", roleArn=role, resourcesVpcConfig={"subnetIds": subnets})
+        eks.create_nodegroup(clusterName="trn-instant", nodegroupName="ng", subnets=subnets, nodeRole=role)
+        fs_id = aws.client("fsx").create_file_system(
+            FileSystemType="LUSTRE", StorageCapacity=1200, SubnetIds=subnets[:1],
+            LustreConfiguration={"DeploymentType": "PERSISTENT_1", "PerUnitStorageThroughput": 200})["FileSystem"]["FileSystemId"]
+    finally:
+        scale_file.unlink()
+    # Fixed at creation: removing the file does not make them ready sooner.
+    assert eks.describe_cluster(name="trn-scaled")["cluster"]["status"] == "CREATING"
+    assert eks.describe_nodegroup(clusterName="trn-instant", nodegroupName="ng")["nodegroup"]["status"] == "CREATING"
+    ready = {}
+
+    def all_ready():
+        """the cluster, the node group and the file system to leave CREATING"""
+        now = time.monotonic() - started
+        states = {
+            "cluster": eks.describe_cluster(name="trn-scaled")["cluster"]["status"],
+            "nodegroup": eks.describe_nodegroup(clusterName="trn-instant", nodegroupName="ng")["nodegroup"]["status"],
+            "file_system": aws.client("fsx").describe_file_systems(FileSystemIds=[fs_id])["FileSystems"][0]["Lifecycle"],
+        }
+        for kind, state in states.items():
+            if state != "CREATING" and kind not in ready:
+                ready[kind] = (state, now)
+        return len(ready) == 3
+
+    wait_until(all_ready, timeout=30, interval=0.5)
+    assert {kind: state for kind, (state, _) in ready.items()} == {"cluster": "ACTIVE", "nodegroup": "ACTIVE", "file_system": "AVAILABLE"}
+    assert 5.5 <= ready["cluster"][1] < 12
+    assert 2.5 <= ready["nodegroup"][1] < ready["cluster"][1]
+    assert 4.3 <= ready["file_system"][1] < 12

@@ -26,6 +26,8 @@ an ``install()`` that patches moto and a docstring that lists its additions:
 - moto_ext_servicequotas.py: the EC2 vCPU quotas of Trainium instances.
 - moto_ext_faults.py: faults a test provokes through the API (a node group
   that ends CREATE_FAILED).
+- moto_ext_timing.py: AWS's creation times at a scale factor (clusters, node
+  groups and file systems stay CREATING), off unless a benchmark asks.
 
 moto_server.py starts moto server after ``install()``.
 """
@@ -40,8 +42,10 @@ import moto_ext_faults
 import moto_ext_fsx
 import moto_ext_servicequotas
 import moto_ext_ssm
+import moto_ext_timing
 
-SERVICES = (moto_ext_ec2, moto_ext_ecr, moto_ext_eks, moto_ext_eks_addons, moto_ext_fsx, moto_ext_servicequotas, moto_ext_ssm, moto_ext_faults)
+SERVICES = (moto_ext_ec2, moto_ext_ecr, moto_ext_eks, moto_ext_eks_addons, moto_ext_fsx, moto_ext_servicequotas, moto_ext_ssm, moto_ext_faults,
+            moto_ext_timing)
 
 
 def install():

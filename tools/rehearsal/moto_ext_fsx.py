@@ -9,7 +9,8 @@ trainium.eks.fsx_lustre and keeps the shapes of the FSx API reference.
 0. File system lifecycle. moto's CreateFileSystem/DescribeFileSystems
    answers carry no Lifecycle, so a waiter for AVAILABLE never ends. As AWS
    documents, a new file system is CREATING, then AVAILABLE; here that takes
-   TRAINIUM_REHEARSAL_FSX_CREATE_SECONDS (default 3) seconds.
+   TRAINIUM_REHEARSAL_FSX_CREATE_SECONDS (default 3) seconds, or AWS's
+   8 minutes at the scale factor of moto_ext_timing.py when one is set.
 1. UpdateFileSystem. moto answers NotImplemented. As AWS documents for
    Lustre: StorageCapacity must be a multiple of 2400 GiB greater than the
    current capacity (BadRequest otherwise); LustreConfiguration may change
@@ -71,6 +72,7 @@ import uuid
 
 from moto.core.exceptions import JsonRESTError
 from moto_ext_ec2 import ec2_backend
+from moto_ext_timing import creating_seconds
 
 _REPOSITORY_KEYS = ("ImportPath", "ExportPath", "AutoImportPolicy", "ImportedFileChunkSize")
 _UPDATABLE = ("PerUnitStorageThroughput", "DataCompressionType", "WeeklyMaintenanceStartTime", "AutoImportPolicy",
@@ -84,7 +86,10 @@ def _fsx_to_dict(original):
         answer = original(self)
         if "Lifecycle" not in answer:
             created = self.__dict__.setdefault("_trainium_created", time.monotonic())
-            delay = float(os.environ.get("TRAINIUM_REHEARSAL_FSX_CREATE_SECONDS", "3"))
+            # Fixed at creation (the first answer is CreateFileSystem's): a later scale leaves it alone.
+            delay = self.__dict__.setdefault(
+                "_trainium_creating_seconds",
+                creating_seconds("file_system", float(os.environ.get("TRAINIUM_REHEARSAL_FSX_CREATE_SECONDS", "3"))))
             answer["Lifecycle"] = "AVAILABLE" if time.monotonic() - created >= delay else "CREATING"
         return answer
 
