@@ -40,6 +40,15 @@ TORCHX_LABELS = ("torchx.pytorch.org/version", "torchx.pytorch.org/app-name", "t
                  "torchx.pytorch.org/role-name", "torchx.pytorch.org/replica-id")
 VOLCANO_JOB_LABEL = "volcano.sh/job-name"
 VOLCANO_TASK_LABEL = "volcano.sh/task-spec"
+# The index of a pod within its task, a label Volcano puts on every pod it creates.
+VOLCANO_INDEX_LABEL = "volcano.sh/task-index"
+# The most a rendered Job may weigh (compact JSON). The API server stores a custom object in one etcd request:
+# etcd's limit is 1.5 MiB (--max-request-bytes, EKS's too), kube-apiserver's gRPC client refuses more than 2 MiB.
+# TorchX's shape, one task per node with a whole pod template each (about 2.3 KB), passes it at about 650 nodes;
+# a larger Job is rendered compact: one task of nnodes replicas (COMPACT in ADDITIONS).
+MAX_JOB_BYTES = 1024 * 1024
+# The env variable of a compact Job's pods that carries the pod's replica (Volcano's task-index label).
+REPLICA_ENV = "TRAINIUM_REPLICA"
 NEURON_DEVICES = {"trn1.2xlarge": 1, "trn1.32xlarge": 16, "trn1n.32xlarge": 16, "trn2.48xlarge": 16}
 EFA_INTERFACES = {"trn1.2xlarge": 0, "trn1.32xlarge": 8, "trn1n.32xlarge": 16, "trn2.48xlarge": 16}
 RDZV_BACKENDS = ("etcd", "etcd-v2", "c10d")
@@ -49,6 +58,14 @@ C10D_PORT = 29500
 RUN_LENGTH_ARGS = ("--steps_this_run", "--max_steps")
 FINISHED_OK = ("Completed",)
 FINISHED_BAD = ("Failed", "Aborted", "Terminated")
+COMPACT = (
+    "a Job that would weigh more than MAX_JOB_BYTES in TorchX's shape (one task per node) is rendered compact: one task "
+    "role1 with replicas = nnodes and one pod template, Volcano naming the pods <job>-role1-<i> and labelling them "
+    "volcano.sh/task-index=<i>; what TorchX writes per replica comes from that label: the env TRAINIUM_REPLICA "
+    "(downward API) and the per-node cache directories as $(TRAINIUM_REPLICA); no torchx.pytorch.org/replica-id label "
+    "and no TORCHX_RANK0_HOST (replica 0's only); the container is named role1; the c10d default endpoint is "
+    "<job>-role1-0.<job>:29500"
+)
 ADDITIONS = (
     "the Job's name is the given name (TorchX appends a random suffix); --rdzv_id is <job name>-<8 hex of the spec hash>",
     "metadata.namespace, metadata.labels (the labels option and trainium.eks/workload) and the annotation "
@@ -66,6 +83,7 @@ ADDITIONS = (
     "again with the same spec (a failed one replaced, a forced precompile) is a new object (its PodGroup is named "
     "<job>-<uid>); each needs a new rendezvous, because a finished or failed run closed its own in etcd for the 2 h "
     "its run keys live",
+    COMPACT,
 )
 # What the pods get on top of TorchX's rendering (ADDITIONS): no API token, no Service links, seccomp, no escalation.
 POD_HARDENING = {"automountServiceAccountToken": False, "enableServiceLinks": False,
@@ -112,12 +130,13 @@ def efa_interfaces(params):
     return EFA_INTERFACES.get(params.get("instance_type"))
 
 
-def rdzv_endpoint(params):
+def rdzv_endpoint(params, compact=False):
     if params.get("rdzv_endpoint"):
         return params["rdzv_endpoint"]
     if params.get("rdzv_backend") == "c10d":
         name = job_name(params)
-        return f"{name}-{ROLE}-0-0.{name}:{C10D_PORT}"  # rank 0's pod, by the hostname Volcano's svc plugin gives it
+        # Rank 0's pod, by the hostname Volcano's svc plugin gives it: <job>-<task>-<index>.
+        return f"{name}-{ROLE}-0.{name}:{C10D_PORT}" if compact else f"{name}-{ROLE}-0-0.{name}:{C10D_PORT}"
     return DEFAULT_RDZV_ENDPOINT
 
 
@@ -157,10 +176,10 @@ def script_args(params):
     return args
 
 
-def launcher_line(params, rdzv_id):
+def launcher_line(params, rdzv_id, compact=False):
     """The shell line TorchX's component builds: the quoted launcher, then the script arguments."""
     words = ["python3", "-m", "torch.distributed.run", "--rdzv_backend", params.get("rdzv_backend") or "etcd",
-             "--rdzv_endpoint", rdzv_endpoint(params), "--rdzv_id", "${app_id}", "--nnodes", str(params["nnodes"]),
+             "--rdzv_endpoint", rdzv_endpoint(params, compact), "--rdzv_id", "${app_id}", "--nnodes", str(params["nnodes"]),
              "--nproc_per_node", str(params["nproc_per_node"]), "--tee", "3", "--role", "", params["script"]]
     # The component quotes its words with the app-id macro still in them, then TorchX substitutes it.
     line = " ".join(shlex.quote(word) for word in words).replace(
@@ -169,8 +188,8 @@ def launcher_line(params, rdzv_id):
     return f"{line} {rest}"
 
 
-def command(params, rdzv_id):
-    line = launcher_line(params, rdzv_id)
+def command(params, rdzv_id, compact=False):
+    line = launcher_line(params, rdzv_id, compact)
     return ["neuron_parallel_compile", line] if params.get("mode") == "precompile" else ["bash", "-c", line]
 
 
@@ -179,9 +198,15 @@ def _join(*parts):
 
 
 def environment(params, replica):
-    """The container's env, in TorchX's order, then the extra ``env`` (same name: replaced in place)."""
+    """The container's env, in TorchX's order, then the extra ``env`` (same name: replaced in place).
+
+    ``replica`` None: the env of a compact Job's one template (COMPACT), the replica from Volcano's task-index label.
+    """
     cache_root = params.get("cache_root") or _join(params.get("mount_path") or "/data", "neuron_cache")
     cacheset = params["cacheset"]
+    compact = replica is None
+    if compact:
+        replica = f"$({REPLICA_ENV})"
     pairs = [
         ("CCOM_SOCKET_IFNAME", "eth0"),
         ("FI_EFA_USE_DEVICE_RDMA", "1"),
@@ -201,6 +226,10 @@ def environment(params, replica):
         env[str(key)] = str(value)
     downward = [{"name": name, "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{annotation}']"}}}
                 for name, annotation in ((JOB_GROUP_ENV, JOB_GROUP_ANNOTATION), (JOB_VERSION_ENV, JOB_VERSION_ANNOTATION))]
+    if compact:
+        # Before the variables that use it: the kubelet expands $(NAME) only from the ones above.
+        downward.insert(0, {"name": REPLICA_ENV, "valueFrom": {"fieldRef": {"fieldPath": f"metadata.labels['{VOLCANO_INDEX_LABEL}']"}}})
+        return downward[:1] + [{"name": key, "value": value} for key, value in env.items()] + downward[1:]
     return [{"name": key, "value": value} for key, value in env.items()] + downward
 
 
@@ -209,7 +238,8 @@ def workload(params):
 
 
 def pod_template(params, name, replica, rdzv_id):
-    task = f"{ROLE}-{replica}"
+    """The pod template of one replica's task; ``replica`` None: the one template of a compact Job (COMPACT)."""
+    task = ROLE if replica is None else f"{ROLE}-{replica}"
     limits = {NEURON: str(neuron_devices(params))}
     if efa_interfaces(params):
         limits[EFA] = str(efa_interfaces(params))
@@ -218,18 +248,20 @@ def pod_template(params, name, replica, rdzv_id):
         "torchx.pytorch.org/app-name": params["name"],
         "torchx.pytorch.org/role-index": "0",
         "torchx.pytorch.org/role-name": ROLE,
-        "torchx.pytorch.org/replica-id": str(replica),
+        "torchx.pytorch.org/replica-id": str(replica),  # left out of a compact Job's template (below)
         "app.kubernetes.io/name": params["name"],
         "app.kubernetes.io/managed-by": "torchx.pytorch.org",
         "app.kubernetes.io/instance": name,
     }
+    if replica is None:
+        del labels["torchx.pytorch.org/replica-id"]
     labels.update({str(k): str(v) for k, v in (params.get("labels") or {}).items()})
     labels[WORKLOAD_LABEL] = workload(params)
     node_selector = {INSTANCE_TYPE_LABEL: params["instance_type"]}
     node_selector.update({str(k): str(v) for k, v in (params.get("node_selector") or {}).items()})
     spec = {
         "containers": [{
-            "command": command(params, rdzv_id),
+            "command": command(params, rdzv_id, compact=replica is None),
             "env": environment(params, replica),
             "image": params["image"],
             "name": task,
@@ -262,10 +294,11 @@ def render(params):
     max_retry = int(params["max_retry"] if params.get("max_retry") is not None else 3)
     placeholder = "@@rdzv_id@@"
 
-    def build(rdzv_id):
+    def build(rdzv_id, compact=False):
         tasks = []
-        for replica in range(int(params["nnodes"])):
-            task = {"replicas": 1, "name": f"{ROLE}-{replica}", "template": pod_template(params, name, replica, rdzv_id)}
+        shapes = [(None, int(params["nnodes"]), ROLE)] if compact else [(r, 1, f"{ROLE}-{r}") for r in range(int(params["nnodes"]))]
+        for replica, replicas, task_name in shapes:
+            task = {"replicas": replicas, "name": task_name, "template": pod_template(params, name, replica, rdzv_id)}
             if max_retry > 0:
                 task["maxRetry"] = max_retry
                 task["policies"] = [{"event": "PodEvicted", "action": "RestartJob"}, {"event": "PodFailed", "action": "RestartJob"}]
@@ -279,8 +312,10 @@ def render(params):
         return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "Job",
                 "metadata": {"name": name, "namespace": params["namespace"], "labels": labels}, "spec": spec}
 
-    digest = spec_hash(build(placeholder))
-    job = build(f"{name}-{digest[:8]}")
+    # TorchX's shape unless it is too heavy for the API server to store (MAX_JOB_BYTES, COMPACT).
+    compact = len(json.dumps(build(placeholder), separators=(",", ":"))) > MAX_JOB_BYTES
+    digest = spec_hash(build(placeholder, compact))
+    job = build(f"{name}-{digest[:8]}", compact)
     job["metadata"]["annotations"] = {SPEC_HASH: digest}
     if params.get("mode") == "precompile":
         job["metadata"]["annotations"][FINGERPRINT] = fingerprint(params)
@@ -330,11 +365,19 @@ def _alive(pod):
 
 
 def replica_of(pod):
+    """TorchX's replica-id label, the index in the task's name (role1-<i>), or Volcano's task-index (a compact Job)."""
     labels = (pod.get("metadata") or {}).get("labels") or {}
     if labels.get("torchx.pytorch.org/replica-id", "").isdigit():
         return int(labels["torchx.pytorch.org/replica-id"])
     match = re.search(r"-(\d+)$", labels.get(VOLCANO_TASK_LABEL, ""))
-    return int(match.group(1)) if match else None
+    if match:
+        return int(match.group(1))
+    return int(labels[VOLCANO_INDEX_LABEL]) if labels.get(VOLCANO_INDEX_LABEL, "").isdigit() else None
+
+
+def gang_size(job):
+    """The Job's pods: the replicas of all its tasks (one per task in TorchX's shape, nnodes in a compact Job)."""
+    return sum(int(task.get("replicas") or 1) for task in ((job or {}).get("spec") or {}).get("tasks") or [])
 
 
 def pod_counts(pods):
@@ -376,10 +419,10 @@ def shortfall(job, nodes):
     for resource in (NEURON, EFA):
         if resource not in limits:
             continue
-        asked = int(limits[resource]) * len(tasks)
+        asked = int(limits[resource]) * gang_size(job)
         have = sum(int(str(((n.get("status") or {}).get("allocatable") or {}).get(resource, 0))) for n in matching)
         if asked > have:
-            found.append(f"Insufficient {resource}: the gang of {len(tasks)} pod(s) asks {asked}, "
+            found.append(f"Insufficient {resource}: the gang of {gang_size(job)} pod(s) asks {asked}, "
                          f"the {len(matching)} schedulable {kind} node(s) have {have}")
     return "; ".join(found) or None
 
@@ -478,7 +521,7 @@ def summarize(job, pods, podgroups, events, nodes=None):
         "exists": job is not None,
         "phase": phase,
         "pods": counts,
-        "nnodes": len(spec.get("tasks") or []),
+        "nnodes": gang_size(job),
         "retry_count": retry_count,
         "max_retry": max_retry,
         "pending_reason": pending_reason(pods, podgroups, events, shortfall(job, nodes)) if waiting else None,

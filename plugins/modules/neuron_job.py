@@ -26,6 +26,11 @@ description:
     the annotation C(trainium.eks/spec-hash); C(minAvailable) = O(nnodes) (Volcano's own default);
     resource requests equal to the limits (what the API server sets for extended resources); no service account
     token, no Service links, the RuntimeDefault seccomp profile and no privilege escalation.
+  - A Job that would weigh more than 1 MiB in that shape (about 450 nodes and more; one etcd request holds at most 1.5 MiB)
+    is rendered compact - one task C(role1) of O(nnodes) replicas, pods C(<job>-role1-<i>) - and each pod takes its
+    replica from Volcano's C(volcano.sh/task-index) label (env C(TRAINIUM_REPLICA), the compile cache directory
+    C(<cache_root>/<cacheset>_$(TRAINIUM_REPLICA))); it has no C(torchx.pytorch.org/replica-id) label and no
+    C(TORCHX_RANK0_HOST).
   - O(state=present) creates the Job; with the same spec hash it changes nothing while the Job runs or after it
     completed; a Job that failed for good (Failed, Aborted, Terminated) is deleted and created again, and resumes from
     its checkpoints; with another hash it deletes the Job, waits until it and its pods are gone and creates it

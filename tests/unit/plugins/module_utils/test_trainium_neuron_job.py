@@ -129,6 +129,58 @@ def test_precompile_render_and_types():
     assert nj.render(dict(PARAMS, max_retry=0))["spec"]["tasks"][0].get("policies") is None
 
 
+def test_render_compact_over_the_size_limit():
+    """A Job too heavy for one etcd request in TorchX's shape (1,000 nodes: about 2.3 MB) is one task of nnodes replicas."""
+    small = nj.render(dict(PARAMS, nnodes=400))
+    assert len(small["spec"]["tasks"]) == 400 and len(json.dumps(small, separators=(",", ":"))) <= nj.MAX_JOB_BYTES
+    job = nj.render(dict(PARAMS, nnodes=1000))
+    assert len(json.dumps(job, separators=(",", ":"))) < 10000
+    (task,) = job["spec"]["tasks"]
+    assert task["name"] == "role1" and task["replicas"] == 1000 and job["spec"]["minAvailable"] == 1000
+    assert task["policies"] == [{"event": "PodEvicted", "action": "RestartJob"}, {"event": "PodFailed", "action": "RestartJob"}]
+    labels = task["template"]["metadata"]["labels"]
+    assert "torchx.pytorch.org/replica-id" not in labels and labels["torchx.pytorch.org/role-name"] == "role1"
+    container = task["template"]["spec"]["containers"][0]
+    assert container["name"] == "role1" and "--nnodes 1000 --nproc_per_node 32" in container["command"][2]
+    env = container["env"]
+    assert env[0] == {"name": "TRAINIUM_REPLICA", "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['volcano.sh/task-index']"}}}
+    values = {item["name"]: item.get("value") for item in env}
+    assert values["NEURON_CC_FLAGS"] == "--cache_dir=/data/neuron_cache/bert-large_$(TRAINIUM_REPLICA)"
+    assert values["TRANSFORMERS_CACHE"] == "/data/transformers_cache/bert-large_$(TRAINIUM_REPLICA)"
+    assert "TORCHX_RANK0_HOST" not in values and [item["name"] for item in env[-2:]] == ["TRAINIUM_JOB_GROUP", "TRAINIUM_JOB_VERSION"]
+    assert nj.gang_size(job) == 1000 and nj.gang_size(small) == 400
+    assert nj.render(dict(PARAMS, nnodes=1000)) == job
+    assert nj.render(dict(PARAMS, nnodes=999))["metadata"]["annotations"][nj.SPEC_HASH] != job["metadata"]["annotations"][nj.SPEC_HASH]
+    c10d = nj.render(dict(PARAMS, nnodes=1000, rdzv_backend="c10d"))["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["command"][2]
+    assert "--rdzv_endpoint bert-role1-0.bert:29500" in c10d
+    precompile = nj.render(dict(PRECOMPILE, nnodes=1000))["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["command"]
+    assert precompile[0] == "neuron_parallel_compile" and precompile[1].endswith("--steps_this_run 10")
+
+
+def test_status_of_a_compact_job():
+    """Its pods' replica comes from Volcano's task-index label; nnodes and the gang's shortfall count the replicas."""
+    api = StubApi()
+    job = with_phase(nj.render(dict(PARAMS, nnodes=1000)), "Running")
+    api.jobs["bert"] = job
+
+    def compact_pod(index, phase):
+        return {"metadata": {"name": f"bert-role1-{index}", "creationTimestamp": "2024-01-01T00:00:00Z",
+                             "labels": {nj.VOLCANO_TASK_LABEL: "role1", nj.VOLCANO_INDEX_LABEL: str(index)}},
+                "status": {"phase": phase}}
+
+    api.pod_list["bert"] = [compact_pod(i, "Running") for i in range(999, -1, -1)]
+    api.logs["bert-role1-0"] = "LOG x - (0, 3) step_loss : 5.0 learning_rate : 1e-4 throughput : 3.0"
+    summary = nj.status(api, PARAMS)
+    assert summary["nnodes"] == 1000 and summary["pods"]["running"] == 1000 and summary["last_log"].startswith("LOG x")
+    assert nj.replica_of(api.pod_list["bert"][0]) == 999
+    assert [nj.replica_of(p) for p in nj.log_candidates(api.pod_list["bert"])][:1] == [0]
+    assert len(nj.log_candidates(api.pod_list["bert"])) == nj.LOG_SEARCH_PODS
+    nodes = [{"metadata": {"labels": {nj.INSTANCE_TYPE_LABEL: "trn1.32xlarge"}}, "status": {"allocatable": {nj.NEURON: "16", nj.EFA: "8"}}}] * 999
+    assert nj.shortfall(job, nodes) == ("Insufficient aws.amazon.com/neuron: the gang of 1000 pod(s) asks 16000, the 999 schedulable "
+                                        "trn1.32xlarge node(s) have 15984; Insufficient vpc.amazonaws.com/efa: the gang of 1000 pod(s) "
+                                        "asks 8000, the 999 schedulable trn1.32xlarge node(s) have 7992")
+
+
 def test_problems():
     assert nj.problems(PARAMS) == []
     found = nj.problems(dict(PARAMS, cacheset="a/b", instance_type="p5.48xlarge", report_every=60, mode="precompile", name="Bad_Name"))
