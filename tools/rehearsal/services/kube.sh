@@ -174,9 +174,13 @@ svc_kube_up() {
   # 50 s; the node lifecycle controller then marks the nodes NotReady and their
   # pods not Ready, and kwok (unlike a kubelet) never marks those pods Ready
   # again. Faults are injected on purpose (fault.sh), never by lease loss.
+  # --kube-api-qps: its controllers (the node lifecycle one untaints each new
+  # node once kwok marks it Ready) at 200 requests/s instead of 20, or 1,000
+  # nodes (tools/bench/scale-nodes.py) stay unschedulable for minutes.
   ensure_daemon kube-controller-manager kube_cm_healthy 60 "$KUBE_CM_PORT" -- \
     "$STATE/bin/kube-controller-manager" \
     --node-monitor-grace-period=10m \
+    --kube-api-qps=200 --kube-api-burst=400 \
     --bind-address="$HOST" --secure-port="$KUBE_CM_PORT" \
     --kubeconfig="$PKI/controller-manager.kubeconfig" \
     --authentication-kubeconfig="$PKI/controller-manager.kubeconfig" \
