@@ -114,6 +114,8 @@ _UPDATE = "changes an existing deployment; the recorded runs create it, rerun it
 _TAG_ON_CREATE = "AWS authorizes the tags of a create call separately; the call itself is the create"
 _REGISTRY = ("the image builder's pushes and pulls go to the registry API with the GetAuthorizationToken token, "
              "which AWS authorizes as these actions (no botocore request to record)")
+_IMAGE_IN_INFRASTRUCTURE = ("site.yml builds the image in a background job of the infrastructure stage (its policy allows the "
+                            "push); playbooks/training.yml alone builds it in the training stage")
 _TRAINING_ALONE = "playbooks/training.yml alone: the training image role reads the repository the infrastructure stage made"
 _ACCESS_ENTRIES = "eks_cluster's access entries (issue 9): recorded once the module manages them on the rehearsal"
 # Policy actions that the recorded runs of test_infrastructure.py do not request, and why they stay.
@@ -135,8 +137,15 @@ NOT_RECORDED = {
         "ec2:RevokeSecurityGroupEgress": _UPDATE,
         "ec2:RevokeSecurityGroupIngress": _UPDATE,
         "ec2:UpdateSecurityGroupRuleDescriptionsIngress": _UPDATE,
+        "ecr:BatchCheckLayerAvailability": _REGISTRY,
+        "ecr:BatchGetImage": _REGISTRY,
+        "ecr:CompleteLayerUpload": _REGISTRY,
+        "ecr:GetDownloadUrlForLayer": _REGISTRY,
+        "ecr:InitiateLayerUpload": _REGISTRY,
+        "ecr:PutImage": _REGISTRY,
         "ecr:PutImageScanningConfiguration": _UPDATE,
         "ecr:PutImageTagMutability": _UPDATE,
+        "ecr:UploadLayerPart": _REGISTRY,
         "ecr:TagResource": _TAG_ON_CREATE + "; and tag updates",
         "ecr:UntagResource": _UPDATE,
         "eks:AssociateAccessPolicy": _ACCESS_ENTRIES,
@@ -181,6 +190,7 @@ NOT_RECORDED = {
     # playbooks/status.yml reads only; the acceptance test runs it on the converged deployment, every action requested.
     "status": {},
     "training": {
+        "ecr:GetAuthorizationToken": _IMAGE_IN_INFRASTRUCTURE,
         "ecr:BatchCheckLayerAvailability": _REGISTRY,
         "ecr:BatchGetImage": _REGISTRY,
         "ecr:CompleteLayerUpload": _REGISTRY,
