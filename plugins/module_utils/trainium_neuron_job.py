@@ -44,7 +44,7 @@ VOLCANO_TASK_LABEL = "volcano.sh/task-spec"
 VOLCANO_INDEX_LABEL = "volcano.sh/task-index"
 # The most a rendered Job may weigh (compact JSON). The API server stores a custom object in one etcd request:
 # etcd's limit is 1.5 MiB (--max-request-bytes, EKS's too), kube-apiserver's gRPC client refuses more than 2 MiB.
-# TorchX's shape, one task per node with a whole pod template each (about 2.3 KB), passes it at about 650 nodes;
+# TorchX's shape, one task per node with a whole pod template each (about 2.3 KB), passes it at about 690 nodes;
 # a larger Job is rendered compact: one task of nnodes replicas (COMPACT in ADDITIONS).
 MAX_JOB_BYTES = 1024 * 1024
 # The env variable of a compact Job's pods that carries the pod's replica (Volcano's task-index label).
