@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-requirements
 export PATH := $(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: help system-deps setup lock lint sanity units integration molecule build ee test bench bench-scale site teardown rehearsal-up rehearsal-down changelog clean
+.PHONY: help system-deps setup lock lint sanity units integration molecule build ee test bench bench-pipeline bench-scale site teardown rehearsal-up rehearsal-down changelog clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -60,6 +60,10 @@ test: setup ## Every suite; the test command README gives
 bench: setup ## Time a no-op site.yml on the converged local rehearsal (docs/benchmarks.md)
 	tools/rehearsal/rehearsal.sh up
 	tools/bench/noop-site.sh --runs 3 --teardown
+
+bench-pipeline: setup ## site.yml from an empty account with AWS creation times emulated: stage times, overlap, no-op rerun (docs/benchmarks.md)
+	tools/rehearsal/rehearsal.sh up
+	$(BIN)/python tools/bench/pipeline.py
 
 bench-scale: setup ## 1,000 fake trn1 nodes: a 1,000-node job to Running, then status.yml, on a private rehearsal (docs/benchmarks.md)
 	$(BIN)/python tools/bench/scale-nodes.py

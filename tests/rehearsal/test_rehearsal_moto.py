@@ -225,7 +225,7 @@ def test_creations_take_aws_time_at_the_scale_factor(aws, rehearsal, wait_until)
         return len(ready) == 3
 
     wait_until(all_ready, timeout=30, interval=0.5)
-    assert {kind: state for kind, (state, _) in ready.items()} == {"cluster": "ACTIVE", "nodegroup": "ACTIVE", "file_system": "AVAILABLE"}
+    assert {kind: state for kind, (state, dummy) in ready.items()} == {"cluster": "ACTIVE", "nodegroup": "ACTIVE", "file_system": "AVAILABLE"}
     assert 5.5 <= ready["cluster"][1] < 12
     assert 2.5 <= ready["nodegroup"][1] < ready["cluster"][1]
     assert 4.3 <= ready["file_system"][1] < 12

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # -*- coding: utf-8 -*-
 # Copyright: Contributors to the trainium.eks project
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
@@ -139,6 +138,7 @@ def chart(runs, scale):
 
 
 def main():
+    os.umask(0o077)  # the logs and figures are the operator's, like the run timelines (0600)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--scale", type=float, default=1 / 30, help="AWS creation times x this (default 1/30: cluster 20 s)")
     parser.add_argument("--keep", action="store_true", help="leave the deployment in place (no teardown at the end)")
@@ -157,7 +157,7 @@ def main():
         for label in ("first run", "no-op rerun"):
             print(f"pipeline benchmark: {label} (AWS times x {args.scale:g})", flush=True)
             timelines = args.out / label.replace(" ", "-")
-            seconds, recap = run_site(env, args.out / f"{label.replace(' ', '-')}.log", "-e", f"trainium_timeline_dir={timelines}")
+            seconds, recap = run_site(env, args.out / f"{label.replace(' ', '-')}.log", "-e", json.dumps({"trainium_timeline_dir": str(timelines)}))
             timeline = json.loads((timelines / "timeline-latest.json").read_text(encoding="utf-8"))
             runs[label] = {"seconds": round(seconds, 1), "recap": recap, "timeline": overlap_figures(timeline)}
             print(f"  {seconds:.1f} s, changed={recap['changed']}, overlap {runs[label]['timeline']['overlap']:.2f}", flush=True)

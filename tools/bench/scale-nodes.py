@@ -56,6 +56,7 @@ benchmark calls the module with nnodes 1000 itself.
 from __future__ import annotations
 
 import argparse
+import shlex
 import datetime
 import json
 import os
@@ -70,6 +71,8 @@ import time
 
 import yaml
 
+# Marks a state directory as this script's (the next run may remove it).
+MARKER = ".scale-nodes-state"
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 VENV = pathlib.Path(os.environ.get("VENV", ROOT / ".venv"))
 REHEARSAL = ROOT / "tools" / "rehearsal" / "rehearsal.sh"
@@ -145,7 +148,7 @@ class Stack:
         if self.rehearsal("up", "up.log") != 0:
             raise RuntimeError(f"the private rehearsal did not come up; see {self.logs / 'up.log'}")
         # The stack's env.sh (endpoints, credentials, kubeconfig), on top of the ports.
-        out = subprocess.run(["bash", "-c", f"source {self.state / 'env.sh'} && env -0"], env=self.env, capture_output=True,
+        out = subprocess.run(["bash", "-c", f"source {shlex.quote(str(self.state / 'env.sh'))} && env -0"], env=self.env, capture_output=True,
                              check=True).stdout
         self.env = dict(item.split("=", 1) for item in out.decode().split("\0") if "=" in item)
         self.env.update(PATH=f"{VENV / 'bin'}:{self.env.get('PATH', '')}", ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
@@ -350,8 +353,13 @@ def main():
     if (state / "run").is_dir() and any((state / "run").glob("*.pid")):
         sys.exit(f"{state} holds a running stack (take it down: TRAINIUM_REHEARSAL_DIR={state} "
                  f"TRAINIUM_REHEARSAL_SERVICES='{SERVICES}' {REHEARSAL} down, with its ports from {state}/ports.json)")
+    # Only a directory this script made (its marker inside) or an empty one is wiped: a mistyped --state never is.
+    if state.exists() and any(state.iterdir()) and not (state / MARKER).is_file():
+        sys.exit(f"--state: got {state}, which is not empty and was not made by this script (no {MARKER} in it); "
+                 "allowed: a new or empty directory, or one an earlier run of tools/bench/scale-nodes.py made")
     shutil.rmtree(state, ignore_errors=True)
     (state / "logs").mkdir(parents=True)
+    (state / MARKER).write_text("tools/bench/scale-nodes.py state directory; removed by the next run\n", encoding="utf-8")
     (state / "eks").mkdir()
     stack = Stack(state, args.nodes)
     (state / "ports.json").write_text(json.dumps(stack.ports, indent=2) + "\n")
@@ -405,7 +413,7 @@ def main():
             f"bound from {result['first_bound_s']} s to {result['last_bound_s']} s, all Ready at {result['job_running_s']} s; "
             f"the module returned after {result['job_module_s']} s")
 
-        result["status_s"] = steps.run("status", playbook + ["playbooks/status.yml", "-e", f"trainium_status_dir={state / 'status'}"])
+        result["status_s"] = steps.run("status", playbook + ["playbooks/status.yml", "-e", json.dumps({"trainium_status_dir": str(state / "status")})])
         status_log = (stack.logs / "status.log").read_text(errors="replace")
         result["status_mentions_running"] = f"running {args.nodes}" in status_log
         result["peak_memory_mib"] = stack.peak_memory_mib()

@@ -15,7 +15,7 @@ the rehearsal takes time too, so:
   no emulation (what the tests run with). The file is read when a resource
   is created, so a benchmark switches it without restarting moto, e.g.
   ``echo 0.0333 > .rehearsal/aws-time-scale`` makes a cluster take 20 s and
-  a file system 16 s (tools/bench/pipeline.sh).
+  a file system 16 s (tools/bench/pipeline.py).
 - With a factor, a new cluster and a new node group answer CREATING (in
   Describe and List calls) for ``AWS_SECONDS[kind] x factor`` seconds after
   their Create call, then whatever moto set (ACTIVE, or CREATE_FAILED for
@@ -39,13 +39,14 @@ _INSTALLED = []
 
 
 def time_scale():
-    """The scale factor in force (0.0: no emulation); a file that is not a number counts as 0."""
+    """The scale factor in force, 0 to 1 (0.0: no emulation); a file that is not a number counts as 0."""
     path = os.environ.get("TRAINIUM_REHEARSAL_AWS_TIME_SCALE_FILE")
     if not path:
         return 0.0
     try:
         with open(path, encoding="utf-8") as handle:
-            return max(float(handle.read().strip() or 0), 0.0)
+            # At most AWS's own time: a bigger (or infinite) factor would keep resources CREATING for hours.
+            return min(max(float(handle.read().strip() or 0), 0.0), 1.0)
     except (OSError, ValueError):
         return 0.0
 
