@@ -209,7 +209,8 @@ def private_moto(shared_rehearsal, tmp_path_factory):
     up = subprocess.run([str(REHEARSAL), "up"], env=env, capture_output=True, text=True, check=False)
     assert up.returncode == 0, f"the private moto of {_xdist_worker()} did not start:\n{up.stdout}{up.stderr}"
     private = _read_env_file(state / "env.sh", base=env)
-    yield {key: private[key] for key in PRIVATE_MOTO_KEYS}
+    # TRAINIUM_REHEARSAL_MOTO_DIR: its state directory (aws-time-scale, tools/rehearsal/moto_ext_timing.py).
+    yield {**{key: private[key] for key in PRIVATE_MOTO_KEYS}, "TRAINIUM_REHEARSAL_MOTO_DIR": str(state)}
     subprocess.run([str(REHEARSAL), "down"], env=env, capture_output=True, check=False)
 
 

@@ -189,7 +189,8 @@ def test_ecr_token_and_repository_uri_point_at_the_rehearsal_registry(aws, rehea
 def test_creations_take_aws_time_at_the_scale_factor(aws, rehearsal, wait_until):
     """moto_ext_timing.py: with a factor in aws-time-scale, a cluster, a node group and a file system stay
     CREATING for their AWS time x factor; without one (the default) a cluster is ACTIVE at once."""
-    scale_file = pathlib.Path(rehearsal["TRAINIUM_REHEARSAL_DIR"]) / "aws-time-scale"
+    # The state directory of the moto this test talks to: this worker's own, or the shared stack's.
+    scale_file = pathlib.Path(rehearsal.get("TRAINIUM_REHEARSAL_MOTO_DIR") or rehearsal["TRAINIUM_REHEARSAL_DIR"]) / "aws-time-scale"
     eks, ec2 = aws.client("eks"), aws.client("ec2")
     subnets = [s["SubnetId"] for s in ec2.describe_subnets()["Subnets"][:2]]
     role = "arn:aws:iam::123456789012:role/eks"

@@ -69,7 +69,7 @@ def run_site(env, log, *extra):
     recap = RECAP.findall(text)
     if done.returncode != 0 or not recap:
         sys.exit(f"site.yml {' '.join(extra)} failed (rc {done.returncode}); see {log}:\n{text[-3000:]}")
-    ok, changed, _, failed, skipped = (int(n) for n in recap[-1])
+    ok, changed, dummy, failed, skipped = (int(n) for n in recap[-1])
     return seconds, {"ok": ok, "changed": changed, "failed": failed, "skipped": skipped}
 
 
@@ -165,7 +165,7 @@ def main():
         scale_file.unlink(missing_ok=True)
     if not args.keep:
         print("pipeline benchmark: teardown", flush=True)
-        teardown_seconds, _ = run_site(env, args.out / "teardown-after.log", "--tags", "teardown")
+        teardown_seconds, dummy = run_site(env, args.out / "teardown-after.log", "--tags", "teardown")
         print(f"  {teardown_seconds:.1f} s", flush=True)
     print_table(runs)
     (args.out / "pipeline.json").write_text(json.dumps({"scale": args.scale, "runs": runs}, indent=2) + "\n", encoding="utf-8")
