@@ -63,7 +63,7 @@ def read_aws(eks, fsx, cloudwatch, cluster, nodegroups, file_system_name, now=No
                          instance_types=group.get("instanceTypes") or [], capacity_type=group.get("capacityType"),
                          issues=[f"{i.get('code')} - {i.get('message')}" for i in (group.get("health") or {}).get("issues", [])])
         status["nodegroups"].append(entry)
-    live = find_by_name(describe_file_systems(fsx), file_system_name)[0]
+    live = find_by_name(describe_file_systems(fsx), file_system_name)[0] if file_system_name else None
     file_system = live[0] if live else None
     if file_system:
         capacity = file_system.get("StorageCapacity")

@@ -30,9 +30,10 @@ options:
     elements: str
     default: []
   file_system_name:
-    description: Value of the C(Name) tag of the FSx for Lustre file system (C(<cluster>-data)).
+    description:
+      - Value of the C(Name) tag of the FSx for Lustre file system (C(<cluster>-data)).
+      - Without it the file system is not looked for (no FSx or CloudWatch call) and RV(file_system) says it does not exist.
     type: str
-    required: true
 extends_documentation_fragment:
   - amazon.aws.common.modules
   - amazon.aws.region.modules
@@ -127,7 +128,7 @@ def main():
         argument_spec=dict(
             cluster_name=dict(type="str", required=True),
             nodegroups=dict(type="list", elements="str", default=[]),
-            file_system_name=dict(type="str", required=True),
+            file_system_name=dict(type="str"),
         ),
         supports_check_mode=True,
     )

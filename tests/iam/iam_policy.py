@@ -58,9 +58,10 @@ STAGES = ("preflight", "infrastructure", "training", "status", "teardown")
 POLICY_FILE_RE = re.compile(r"^trainium-eks-(?P<stage>[a-z]+)(?:-(?P<part>[a-z]+))?\.json$")
 # The first word of a play's name says its stage; the other plays (Validate, Summary) call no AWS API.
 # The platform stage's only AWS calls read the file system of the infrastructure
-# stage (platform.yml run alone): it runs under the infrastructure policies.
+# stage (platform.yml run alone): it runs under the infrastructure policies, and so do
+# playbooks/scale.yml's own plays (they read the node group its infrastructure play resizes).
 PLAY_STAGES = {"Preflight": "preflight", "Infrastructure": "infrastructure", "Platform": "infrastructure", "Training": "training",
-               "Status": "status", "Teardown": "teardown"}
+               "Status": "status", "Teardown": "teardown", "Scale": "infrastructure"}
 PLACEHOLDERS = ("ACCOUNT_ID", "REGION", "CLUSTER_NAME", "REPOSITORY_NAME")
 # IAM's limit for a customer managed policy, whitespace not counted ...
 MANAGED_POLICY_MAX_CHARS = 6144

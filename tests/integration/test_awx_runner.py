@@ -8,13 +8,26 @@ the project), on the rehearsal, checked through the runner's artifacts
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 BIN = ROOT / ".venv" / "bin"
+_IAM_SPEC = importlib.util.spec_from_file_location("iam_policy", ROOT / "tests" / "iam" / "iam_policy.py")
+iam_policy = importlib.util.module_from_spec(_IAM_SPEC)
+_IAM_SPEC.loader.exec_module(iam_policy)
+CLUSTER = "trn-rehearsal"
+
+
+@pytest.fixture()
+def aws_calls(rehearsal, tmp_path):
+    """The record of the AWS requests of this test's runs (tests/iam/iam_policy.py)."""
+    return iam_policy.record_calls(rehearsal, tmp_path / "aws-calls.jsonl")
 
 
 def _runner(tmp_path, rehearsal, playbook, extravars, cmdline=""):
@@ -22,7 +35,11 @@ def _runner(tmp_path, rehearsal, playbook, extravars, cmdline=""):
     private = tmp_path / f"runner-{len(list(tmp_path.glob('runner-*')))}"
     (private / "env").mkdir(parents=True)
     (private / "env" / "extravars").write_text(json.dumps(extravars))
-    envvars = {key: value for key, value in rehearsal.items() if key.startswith(("AWS_", "TRAINIUM_", "KUBECONFIG"))}
+    # The rehearsal's endpoints and credentials; with the aws_calls fixture, the IAM recorder's settings too
+    # (ansible-runner appends its own callback directory to ANSIBLE_CALLBACK_PLUGINS).
+    envvars = {key: value for key, value in rehearsal.items()
+               if key.startswith(("AWS_", "TRAINIUM_", "KUBECONFIG", "BOTOCORE_EXPERIMENTAL", "ANSIBLE_CALLBACK"))
+               or key == "PYTHONPATH"}
     envvars.update(ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
     (private / "env" / "envvars").write_text(json.dumps(envvars))
     if cmdline:
@@ -69,3 +86,40 @@ def test_runner_names_an_unknown_survey_variable(aws, rehearsal, tmp_path):
     status, stdout = _runner(tmp_path, rehearsal, "playbooks/preflight.yml", {"trainium_survey_nodes": 2})[::3]
     assert status == "failed"
     assert "trainium_survey_nodes: not survey variables" in stdout
+
+
+@pytest.mark.xdist_group("shared_stack")  # eks_cluster reaches the cluster with an EKS token
+def test_runner_runs_site_for_real_with_a_survey_answer_then_tears_down(aws, aws_calls, rehearsal, local_vars, tmp_path):
+    """A real site.yml through ansible-runner, stopped after the launch templates (no node group, ECR or FSx yet),
+    the survey answering trn1n.32xlarge: its launch template gets 16 EFA interfaces. Then site.yml --tags teardown,
+    also through the runner, with what would stop any other run: teardown needs the names alone."""
+    baseline = aws.resources()
+    kubeconfig = str(tmp_path / "kube" / f"{CLUSTER}.yaml")
+    answer = {"trainium_survey_instance_type": "trn1n.32xlarge", "trainium_kubeconfig": kubeconfig}
+    status, rc, stats, stdout = _runner(tmp_path, rehearsal, "site.yml", answer, cmdline="--tags network,eks_cluster,trn_launch_template")
+    assert (status, rc) == ("successful", 0), stdout[-4000:]
+    assert stats.get("failures", {}) == {} and stats["changed"]["localhost"] > 0, stats
+    ec2 = aws.client("ec2")
+    (template,) = ec2.describe_launch_templates()["LaunchTemplates"]
+    data = ec2.describe_launch_template_versions(LaunchTemplateId=template["LaunchTemplateId"], Versions=["$Default"])[
+        "LaunchTemplateVersions"][0]["LaunchTemplateData"]
+    assert data["InstanceType"] == "trn1n.32xlarge"
+    assert sorted(i["NetworkCardIndex"] for i in data["NetworkInterfaces"]) == list(range(16))
+    assert aws.client("eks").list_nodegroups(clusterName=CLUSTER)["nodegroups"] == []
+    assert aws.client("fsx").describe_file_systems()["FileSystems"] == []
+
+    # Teardown needs the names alone (issue 9): a capacity reservation that has
+    # ended, which preflight would refuse, and a role variable the validation
+    # pass would refuse do not stop it.
+    pools = [dict(local_vars["trainium_node_pools"][0], instance_type="trn1n.32xlarge")]
+    ended = [dict(pools[0], capacity_type="CAPACITY_BLOCK", capacity_reservation_id="cr-0123456789abcdef0")]
+    gone = {"trainium_node_pools": ended, "trn_launch_template_metadata_hop_limit": 99, "trainium_kubeconfig": kubeconfig}
+    status, rc, stats, stdout = _runner(tmp_path, rehearsal, "site.yml", gone, cmdline="--tags teardown")
+    assert (status, rc) == ("successful", 0), stdout[-4000:]
+    assert "Look up the zones" not in stdout  # no preflight
+    assert aws.resources() == baseline
+    values = {"ACCOUNT_ID": aws.client("sts").get_caller_identity()["Account"], "REGION": local_vars["trainium_region"],
+              "CLUSTER_NAME": CLUSTER, "REPOSITORY_NAME": local_vars["trainium_image"]["repository"]}
+    problems, dummy = iam_policy.problems_of_record(aws_calls, values, unused=False)
+    assert aws_calls.exists(), "the runner's runs recorded no AWS request"
+    assert not problems, "the IAM policies in docs/iam/ and the recorded AWS requests disagree:\n" + "\n".join(problems)

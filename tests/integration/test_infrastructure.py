@@ -46,6 +46,7 @@ SITE = "site.yml"
 PLATFORM = "playbooks/platform.yml"
 TRAINING = "playbooks/training.yml"
 STATUS = "playbooks/status.yml"
+SCALE = "playbooks/scale.yml"
 TRN_NODES = ["trn1-0", "trn1-1"]
 SYSTEM_NODES = {"system-0", "system-1"}
 MANAGED = "app.kubernetes.io/managed-by=trainium.eks"
@@ -395,6 +396,49 @@ def assert_training_ran(kube, rehearsal, local_vars, run):
     assert kube.json("-n", namespace, "get", "deployment", "tensorboard")["status"].get("availableReplicas") == 1
 
 
+def pool_nodes(kube, pool="trn1"):
+    return sorted(n["metadata"]["name"] for n in kube.json("get", "nodes", "-l", f"trainium.eks/pool={pool}")["items"])
+
+
+def check_scale(run_playbook, aws, kube, kubeconfig, local_vars, wait_until):
+    """playbooks/scale.yml (issue 12): sizes the pool's capacity cannot hold are refused before anything changes;
+    the pool grows to 3 nodes (the rehearsal's node follower adds the third kwok node, as Auto Scaling would) and
+    the job runs again on them with nnodes 3, resuming from its newest checkpoint."""
+    args = run_args(kubeconfig)
+    job = local_vars["trainium_job"]
+    namespace, name = job["namespace"], job["name"]
+    eks = aws.client("eks")
+
+    def scaling():
+        return eks.describe_nodegroup(clusterName=CLUSTER, nodegroupName=f"{CLUSTER}-trn1")["nodegroup"]["scalingConfig"]
+
+    before = scaling()
+    # Five trn1.32xlarge are 640 vCPUs; the rehearsal's on-demand Trn quota is 512.
+    refused = run_playbook(SCALE, args=args + ["-e", "trainium_scale_nodes=5"])
+    assert refused.rc != 0, refused
+    assert "trainium_node_pools: got 5 x trn1.32xlarge ON_DEMAND = 640 vCPUs; allowed: at most 512 vCPUs" in refused.output, refused.output[-3000:]
+    typo = run_playbook(SCALE, args=args + ["-e", "trainium_scale_nodes=three"])
+    assert typo.rc != 0, typo
+    assert 'trainium_scale_nodes: got "three" (str); allowed: a whole number' in " ".join(typo.output.split()), typo.output[-3000:]
+    assert scaling() == before and pool_nodes(kube) == TRN_NODES
+
+    # One worker per node keeps three nodes' workers within two cores; ten more steps than the first run.
+    grown = run_playbook(SCALE, args=args + ["-e", "trainium_scale_nodes=3", "-e", "trainium_survey_nproc_per_node=1",
+                                             "-e", f"trainium_survey_max_steps={job['max_steps'] + 10}"], timeout=900)
+    assert grown.rc == 0, grown
+    assert scaling()["desiredSize"] == 3
+    assert pool_nodes(kube) == TRN_NODES + ["trn1-2"]
+    vcjob = kube.json("-n", namespace, "get", "jobs.batch.volcano.sh", name)
+    assert vcjob["status"]["state"]["phase"] == "Completed", vcjob["status"]
+    pods = kube.json("-n", namespace, "get", "pods", "-l", f"volcano.sh/job-name={name}")["items"]
+    assert sorted(p["spec"]["nodeName"] for p in pods) == TRN_NODES + ["trn1-2"]
+    logs = job_logs(kube, namespace, name)
+    text = "\n".join(logs.values())
+    assert f"ckpt_{job['max_steps']}.pt at step {job['max_steps']}" in text and "world_size 3" in text, text[-3000:]
+    steps = steps_of(logs)
+    assert steps[0][0] > job["max_steps"] and steps[-1][0] == job["max_steps"] + 10, steps
+
+
 def check_training_faults(run_playbook, kube, kubeconfig, local_vars):
     """A worker killed mid-run: Volcano restarts the job and it resumes from its last checkpoint; a job whose
     pod fails shows that pod's last log lines."""
@@ -443,7 +487,7 @@ def check_training_faults(run_playbook, kube, kubeconfig, local_vars):
 
 @pytest.mark.xdist_group("shared_stack")  # eks_cluster reaches the cluster with an EKS token
 def test_site_converges_platform_included_then_teardown_empties_account_and_cluster(
-        aws, aws_calls, run_playbook, kubeconfig, rehearsal, local_vars, kube, group_lock, tmp_path):
+        aws, aws_calls, run_playbook, kubeconfig, rehearsal, local_vars, kube, group_lock, wait_until, tmp_path):
     baseline = aws.resources()
     # A new account has a new, empty file system: the rehearsal's stand-in of its volume starts empty too.
     shutil.rmtree(pathlib.Path(rehearsal["TRAINIUM_REHEARSAL_SHARED_DIR"]) / local_vars["trainium_job"]["namespace"], ignore_errors=True)
@@ -480,17 +524,25 @@ def test_site_converges_platform_included_then_teardown_empties_account_and_clus
     assert second.rc == 0, second
     assert second.recap["changed"] == 0, second.changed_tasks
 
-    # count: 0 parks the pool (issue 9): the node group stays, scaled to no node.
-    parked = [dict(local_vars["trainium_node_pools"][0], count=0)]
-    park = run_playbook(INFRASTRUCTURE, args=run_args(kubeconfig) + ["-e", json.dumps({"trainium_node_pools": parked})])
-    assert park.rc == 0, park
-    assert {name.split(" : ", 1)[0] for name in park.changed_tasks} == {"trainium.eks.trn_nodegroup"}, park.changed_tasks
-    group = aws.client("eks").describe_nodegroup(clusterName=CLUSTER, nodegroupName=f"{CLUSTER}-trn1")["nodegroup"]
-    assert group["scalingConfig"] == {"minSize": 0, "maxSize": 1, "desiredSize": 0}
+    # From here the fake trn1 nodes follow the node group's size: the Volcano tests (group shared_kube) wait
+    # until the teardown has given the pool its two nodes back.
+    with group_lock("shared_kube"):
+        check_scale(run_playbook, aws, kube, kubeconfig, local_vars, wait_until)
 
-    down = run_playbook(TEARDOWN, args=run_args(kubeconfig))
-    assert down.rc == 0, down
-    assert aws.resources() == baseline
+        # count: 0 parks the pool (issue 9): the node group stays, scaled to no node.
+        parked = [dict(local_vars["trainium_node_pools"][0], count=0)]
+        park = run_playbook(INFRASTRUCTURE, args=run_args(kubeconfig) + ["-e", json.dumps({"trainium_node_pools": parked})])
+        assert park.rc == 0, park
+        assert {name.split(" : ", 1)[0] for name in park.changed_tasks} == {"trainium.eks.trn_nodegroup"}, park.changed_tasks
+        group = aws.client("eks").describe_nodegroup(clusterName=CLUSTER, nodegroupName=f"{CLUSTER}-trn1")["nodegroup"]
+        assert group["scalingConfig"] == {"minSize": 0, "maxSize": 1, "desiredSize": 0}
+        wait_until(lambda: pool_nodes(kube) == [], timeout=60, interval=1)
+
+        down = run_playbook(TEARDOWN, args=run_args(kubeconfig))
+        assert down.rc == 0, down
+        assert aws.resources() == baseline
+        # No node group: the rehearsal's pool is back at the inventory's count.
+        wait_until(lambda: pool_nodes(kube) == TRN_NODES, timeout=60, interval=1)
     assert managed_versions(kube) == {}  # the platform's objects went first
     # Every wait prints progress lines, never Ansible's retry lines (issue 9).
     assert not [run for run in (first, second, park, down) if "RETRYING" in run.output], "a wait printed FAILED - RETRYING lines"
@@ -518,34 +570,6 @@ def test_check_mode_on_an_empty_account_creates_nothing(aws, aws_calls, run_play
     assert "RETRYING" not in planned.output
     assert aws.resources() == baseline
     assert not os.path.exists(kubeconfig)
-    assert_policies_allow(aws_calls, aws, local_vars)
-
-
-@pytest.mark.xdist_group("shared_stack")  # eks_cluster reaches the cluster with an EKS token
-def test_trn1n_pool_stopped_half_way_gets_16_efa_interfaces_and_teardown_cleans_up(aws, aws_calls, run_playbook, kubeconfig, local_vars):
-    baseline = aws.resources()
-    pools = [dict(local_vars["trainium_node_pools"][0], instance_type="trn1n.32xlarge")]
-    extra = ["-e", json.dumps({"trainium_node_pools": pools})]
-    # A run that stops after the launch templates: no node group, ECR or FSx yet.
-    partial = run_playbook(INFRASTRUCTURE, args=run_args(kubeconfig) + extra + ["--tags", "network,eks_cluster,trn_launch_template"])
-    assert partial.rc == 0, partial
-    ec2 = aws.client("ec2")
-    (template,) = ec2.describe_launch_templates()["LaunchTemplates"]
-    data = ec2.describe_launch_template_versions(LaunchTemplateId=template["LaunchTemplateId"], Versions=["$Default"])[
-        "LaunchTemplateVersions"][0]["LaunchTemplateData"]
-    assert sorted(i["NetworkCardIndex"] for i in data["NetworkInterfaces"]) == list(range(16))
-    assert aws.client("eks").list_nodegroups(clusterName=CLUSTER)["nodegroups"] == []
-    assert aws.client("fsx").describe_file_systems()["FileSystems"] == []
-
-    # Teardown needs the names alone (issue 9): a capacity reservation that has
-    # ended, which preflight would refuse, and a role variable the validation
-    # pass would refuse do not stop it, from site.yml --tags teardown either.
-    ended = [dict(pools[0], capacity_type="CAPACITY_BLOCK", capacity_reservation_id="cr-0123456789abcdef0")]
-    gone = ["-e", json.dumps({"trainium_node_pools": ended, "trn_launch_template_metadata_hop_limit": 99})]
-    down = run_playbook(SITE, args=run_args(kubeconfig) + gone + ["--tags", "teardown"])
-    assert down.rc == 0, down
-    assert "Look up the zones" not in down.text  # no preflight
-    assert aws.resources() == baseline
     assert_policies_allow(aws_calls, aws, local_vars)
 
 

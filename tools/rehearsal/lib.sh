@@ -106,16 +106,18 @@ go_build_cached() {
     ( while sleep 30; do say "still building $name: $(( $(date +%s) - started ))s so far"; done ) &
     ticker=$!
     ( cd "$moddir" && CGO_ENABLED=0 GOFLAGS="-trimpath -buildvcs=false" \
-        "$GO" build -ldflags "-s -w $ldflags" -o "$out.partial" "$pkg" ) >"$LOGS/build-$name.log" 2>&1 || rc=$?
+        "$GO" build -ldflags "-s -w $ldflags" -o "$out.partial.$$" "$pkg" ) >"$LOGS/build-$name.log" 2>&1 || rc=$?
     kill "$ticker" 2>/dev/null || true
     wait "$ticker" 2>/dev/null || true
     if (( rc != 0 )); then
       say "building $name failed; last lines of $LOGS/build-$name.log:"
       tail -n 20 "$LOGS/build-$name.log" >&2
-      rm -f "$out.partial"
+      rm -f "$out.partial.$$"
       return 1
     fi
-    mv "$out.partial" "$out"
+    # A partial file of this shell's own: two checkouts building at once each
+    # finish their own file, and the rename is atomic.
+    mv "$out.partial.$$" "$out"
     say "built $name in $(( $(date +%s) - started ))s"
   fi
   ln -sfn "$out" "$STATE/bin/$name"

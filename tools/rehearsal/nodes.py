@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Create the rehearsal's fake Trainium nodes (kwok) from the inventory's node pools.
 
-    .venv/bin/python tools/rehearsal/nodes.py [INVENTORY-DIR] [--dry-run]
+    .venv/bin/python tools/rehearsal/nodes.py [INVENTORY-DIR] [--dry-run] [--follow SECONDS --heartbeat FILE]
 
 For every pool in ``trainium_node_pools`` this makes ``count`` Node objects
 ``<pool>-<index>`` that look like EKS managed-node-group nodes of that type:
@@ -19,6 +19,16 @@ Hostname), with kwok's port (``TRAINIUM_KWOK_PORT``, default 10247) as its
 kubelet port, so kube-apiserver (which dials InternalIP only) reaches kwok's
 kubelet API for pod logs and never a private-range address.
 
+Node groups: when the rehearsal's EKS (moto) holds the pool's node group
+``<cluster>-<pool>`` (in any state but DELETING), the pool has as many nodes as
+the node group's ``desiredSize``, as a managed node group's Auto Scaling group
+would launch, so that ``playbooks/scale.yml`` sees nodes join and leave; without
+a node group the inventory's ``count`` holds (the rehearsal has its nodes
+before any infrastructure run, so that the platform roles can be tried alone).
+``--follow`` keeps doing that: it polls the node groups every SECONDS, applies
+the nodes again only when a pool's size changed, and touches ``--heartbeat``
+on every poll (the rehearsal's health check of the follower).
+
 Idempotent: nodes are applied with server-side apply (object, then the status
 subresource); kwok nodes that belong to no pool any more are deleted. A node
 that ``fault.sh node-lose-neuron`` marked keeps reporting 0 Neuron devices.
@@ -33,8 +43,10 @@ import pathlib
 import shutil
 import subprocess
 import sys
+import time
 
 import boto3
+import botocore.exceptions
 import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -67,11 +79,47 @@ def load_variables(inventory):
     return {key: value for key, value in variables.items() if not (isinstance(value, str) and "{{" in value)}
 
 
-def ec2_client(region):
+def aws_client(service, region):
     endpoint = os.environ.get("TRAINIUM_AWS_ENDPOINT_URL") or os.environ.get("AWS_ENDPOINT_URL")
     if not endpoint:
         sys.exit("nodes.py: TRAINIUM_AWS_ENDPOINT_URL is not set; source .rehearsal/env.sh first")
-    return boto3.session.Session(region_name=region).client("ec2", endpoint_url=endpoint)
+    return boto3.session.Session(region_name=region).client(service, endpoint_url=endpoint)
+
+
+def ec2_client(region):
+    return aws_client("ec2", region)
+
+
+def nodegroup_sizes(eks, cluster, pool_names):
+    """Pool name -> ``desiredSize`` of its node group ``<cluster>-<pool>``, for the node groups that exist and are not being deleted."""
+    # moto answers ListNodegroups of a cluster it does not hold with a 500, not ResourceNotFoundException.
+    clusters = [name for page in eks.get_paginator("list_clusters").paginate() for name in page.get("clusters", [])]
+    if cluster not in clusters:
+        return {}
+    try:
+        existing = set()
+        for page in eks.get_paginator("list_nodegroups").paginate(clusterName=cluster):
+            existing.update(page.get("nodegroups", []))
+    except eks.exceptions.ResourceNotFoundException:
+        return {}
+    sizes = {}
+    for name in pool_names:
+        nodegroup_name = f"{cluster}-{name}"
+        if nodegroup_name not in existing:
+            continue
+        try:
+            nodegroup = eks.describe_nodegroup(clusterName=cluster, nodegroupName=nodegroup_name)["nodegroup"]
+        except eks.exceptions.ResourceNotFoundException:
+            continue
+        if nodegroup.get("status") != "DELETING":
+            sizes[name] = int((nodegroup.get("scalingConfig") or {}).get("desiredSize") or 0)
+    return sizes
+
+
+def sized(planned, sizes):
+    """``planned`` with each pool's count replaced by its node group's size where ``sizes`` has one."""
+    return [dict(item, pool=dict(item["pool"], count=sizes[item["pool"]["name"]])) if item["pool"]["name"] in sizes else item
+            for item in planned]
 
 
 def plan_pools(variables):
@@ -178,6 +226,10 @@ def node_objects(planned, cluster, lost):
     return nodes
 
 
+class KubectlError(RuntimeError):
+    """A kubectl call that failed."""
+
+
 class Kubectl:
     def __init__(self):
         state = pathlib.Path(os.environ.get("TRAINIUM_REHEARSAL_DIR", ROOT / ".rehearsal"))
@@ -189,36 +241,77 @@ class Kubectl:
     def __call__(self, *args, stdin=None):
         completed = subprocess.run([self.binary, *args], input=stdin, capture_output=True, text=True, check=False)
         if completed.returncode != 0:
-            sys.exit(f"nodes.py: kubectl {' '.join(args)} failed:\n{completed.stderr}")
+            raise KubectlError(f"nodes.py: kubectl {' '.join(args)} failed:\n{completed.stderr}")
         return completed.stdout
+
+
+def apply_nodes(kubectl, planned, cluster):
+    """Apply the pools' nodes (object, then status), delete the kwok nodes of no pool; returns the summary line."""
+    existing = json.loads(kubectl("get", "nodes", "-l", "=".join(KWOK_LABEL), "-o", "json"))["items"]
+    lost = {n["metadata"]["name"] for n in existing if NEURON_LOST in (n["metadata"].get("annotations") or {})}
+    nodes = node_objects(planned, cluster, lost)
+    apply = ("apply", "--server-side", "--force-conflicts", f"--field-manager={FIELD_MANAGER}", "-f", "-")
+    if nodes:
+        listing = json.dumps({"apiVersion": "v1", "kind": "List", "items": list(nodes.values())})
+        kubectl(*apply, stdin=listing)
+        statuses = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}, "status": node["status"]} for name, node in nodes.items()]
+        kubectl(*apply[:-2], "--subresource=status", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": statuses}))
+    stale = sorted(n["metadata"]["name"] for n in existing if n["metadata"]["name"] not in nodes)
+    if stale:
+        kubectl("delete", "node", *stale)
+    summary = ", ".join(f"{item['pool']['name']}: {item['pool']['count']} x {item['pool']['instance_type']} in {'/'.join(item['zones'])}" for item in planned)
+    return f"kwok nodes: {summary}; {len(nodes)} applied{', deleted ' + ' '.join(stale) if stale else ''}"
+
+
+def follow(kubectl, planned, cluster, eks, interval, heartbeat):
+    """Keep the pools' nodes at their node groups' sizes until stopped (SIGTERM)."""
+    names = [item["pool"]["name"] for item in planned]
+    # What `up` applied just before: no second apply of the same nodes.
+    existing = json.loads(kubectl("get", "nodes", "-l", "=".join(KWOK_LABEL), "-o", "json"))["items"]
+    pools = [(n["metadata"].get("labels") or {}).get(POOL_LABEL) for n in existing]
+    applied = {name: pools.count(name) for name in names}
+    while True:
+        try:
+            sizes = nodegroup_sizes(eks, cluster, names)
+            wanted = sized(planned, sizes)
+            counts = {item["pool"]["name"]: int(item["pool"]["count"]) for item in wanted}
+            if counts != applied:
+                print(f"node groups: {', '.join(f'{k} {applied.get(k)} -> {v}' for k, v in counts.items() if applied.get(k) != v)}", flush=True)
+                print(apply_nodes(kubectl, wanted, cluster), flush=True)
+                applied = counts
+        except (KubectlError, botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as error:
+            # moto or the API server restarting, a test resetting moto: try again at the next poll.
+            print(f"nodes.py: {error}", flush=True)
+        pathlib.Path(heartbeat).touch()
+        time.sleep(interval)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("inventory", nargs="?", default=str(ROOT / "inventories" / "local"))
     parser.add_argument("--dry-run", action="store_true", help="print the nodes as JSON and apply nothing")
+    parser.add_argument("--follow", type=float, metavar="SECONDS", help="keep following the node groups' sizes, polling every SECONDS")
+    parser.add_argument("--heartbeat", help="with --follow: a file touched on every poll")
     args = parser.parse_args()
+    if args.follow is not None and (args.follow <= 0 or not args.heartbeat):
+        parser.error("--follow needs a positive number of seconds and --heartbeat FILE")
 
     variables = load_variables(args.inventory)
+    cluster = variables["trainium_cluster_name"]
     planned = plan_pools(variables)
     if args.dry_run:
-        print(json.dumps(list(node_objects(planned, variables["trainium_cluster_name"], set()).values()), indent=2))
+        print(json.dumps(list(node_objects(planned, cluster, set()).values()), indent=2))
         return
 
     kubectl = Kubectl()
-    existing = json.loads(kubectl("get", "nodes", "-l", "=".join(KWOK_LABEL), "-o", "json"))["items"]
-    lost = {n["metadata"]["name"] for n in existing if NEURON_LOST in (n["metadata"].get("annotations") or {})}
-    nodes = node_objects(planned, variables["trainium_cluster_name"], lost)
-    apply = ("apply", "--server-side", "--force-conflicts", f"--field-manager={FIELD_MANAGER}", "-f", "-")
-    listing = json.dumps({"apiVersion": "v1", "kind": "List", "items": list(nodes.values())})
-    kubectl(*apply, stdin=listing)
-    statuses = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}, "status": node["status"]} for name, node in nodes.items()]
-    kubectl(*apply[:-2], "--subresource=status", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": statuses}))
-    stale = sorted(n["metadata"]["name"] for n in existing if n["metadata"]["name"] not in nodes)
-    if stale:
-        kubectl("delete", "node", *stale)
-    summary = ", ".join(f"{item['pool']['name']}: {item['pool']['count']} x {item['pool']['instance_type']} in {'/'.join(item['zones'])}" for item in planned)
-    print(f"kwok nodes: {summary}; {len(nodes)} applied{', deleted ' + ' '.join(stale) if stale else ''}")
+    eks = aws_client("eks", variables["trainium_region"])
+    try:
+        if args.follow is not None:
+            follow(kubectl, planned, cluster, eks, args.follow, args.heartbeat)
+        sizes = nodegroup_sizes(eks, cluster, [item["pool"]["name"] for item in planned])
+        print(apply_nodes(kubectl, sized(planned, sizes), cluster))
+    except KubectlError as error:
+        sys.exit(str(error))
 
 
 if __name__ == "__main__":

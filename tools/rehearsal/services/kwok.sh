@@ -51,6 +51,30 @@ kwok_nodes() {
   ) | while IFS= read -r line; do say "$line"; done
 }
 
+KWOK_FOLLOW_HEARTBEAT="$RUN/kwok-nodegroups.heartbeat"
+kwok_follower_healthy() {
+  [[ -f "$KWOK_FOLLOW_HEARTBEAT" ]] || return 1
+  (( $(date +%s) - $(stat -c %Y "$KWOK_FOLLOW_HEARTBEAT") < 30 ))
+}
+
+# The follower: pools sized by their node groups (nodes.py --follow, a poll every 2 s).
+kwok_follower() {
+  (
+    if declare -F svc_moto_env >/dev/null; then eval "$(svc_moto_env)"; fi
+    # Restart it when its code or inventory changed.
+    local sum
+    sum="$( (cat "$ROOT/tools/rehearsal/nodes.py"; echo "$KWOK_INVENTORY") | sha256sum | cut -d' ' -f1)"
+    if pid_alive kwok-nodegroups && [[ "$(cat "$RUN/kwok-nodegroups.sum" 2>/dev/null)" != "$sum" ]]; then
+      say "node group follower code or inventory changed; restarting it"
+      stop_service kwok-nodegroups
+    fi
+    echo "$sum" >"$RUN/kwok-nodegroups.sum"
+    ensure_daemon kwok-nodegroups kwok_follower_healthy 60 "" -- \
+      env KUBECONFIG="$STATE/kubeconfig" TRAINIUM_REHEARSAL_DIR="$STATE" TRAINIUM_KWOK_PORT="$KWOK_PORT" \
+      "$VENV/bin/python" "$ROOT/tools/rehearsal/nodes.py" "$KWOK_INVENTORY" --follow 2 --heartbeat "$KWOK_FOLLOW_HEARTBEAT"
+  )
+}
+
 # The stage files kwok loads, one per line.
 kwok_stage_files() {
   local dir
@@ -95,15 +119,18 @@ svc_kwok_up() {
     --cidr=10.244.0.0/16 \
     "${flags[@]}"
   kwok_nodes
+  kwok_follower
 }
 
 svc_kwok_down() {
+  stop_service kwok-nodegroups
+  rm -f "$RUN/kwok-nodegroups.sum" "$KWOK_FOLLOW_HEARTBEAT"
   stop_service kwok
   rm -f "$RUN/kwok.stages"
   stop_port_leftover kwok "$KWOK_PORT" "$STATE/kubeconfig"
 }
 
-svc_kwok_status() { pid_alive kwok && kwok_healthy; }
+svc_kwok_status() { pid_alive kwok && kwok_healthy && pid_alive kwok-nodegroups && kwok_follower_healthy; }
 
 svc_kwok_env() {
   echo "export TRAINIUM_KWOK_URL=\"http://$HOST:$KWOK_PORT\""

@@ -53,6 +53,16 @@ def _network(ec2):
             for i, z in enumerate("bd")]
 
 
+def _cluster_with_a_node_group(clients):
+    """Cluster trn-x with node group trn-x-trn1 (2 of 1-3 nodes); returns the subnets."""
+    subnets = _network(clients["ec2"])
+    role = "arn:aws:iam::123456789012:role/trn-x-cluster"
+    clients["eks"].create_cluster(name="trn-x", version="1.34", roleArn=role, resourcesVpcConfig={"subnetIds": subnets})
+    clients["eks"].create_nodegroup(clusterName="trn-x", nodegroupName="trn-x-trn1", subnets=subnets[:1], nodeRole=role,
+                                    scalingConfig={"minSize": 1, "maxSize": 3, "desiredSize": 2}, instanceTypes=["trn1.32xlarge"])
+    return subnets
+
+
 def test_nothing_exists_is_reported_part_by_part(clients):
     status = st.read_aws(clients["eks"], clients["fsx"], clients["cloudwatch"], "trn-x", ["trn-x-trn1"], "trn-x-data")
     assert status == {
@@ -63,11 +73,7 @@ def test_nothing_exists_is_reported_part_by_part(clients):
 
 
 def test_cluster_node_groups_and_file_system_with_its_use(clients):
-    subnets = _network(clients["ec2"])
-    role = "arn:aws:iam::123456789012:role/trn-x-cluster"
-    clients["eks"].create_cluster(name="trn-x", version="1.34", roleArn=role, resourcesVpcConfig={"subnetIds": subnets})
-    clients["eks"].create_nodegroup(clusterName="trn-x", nodegroupName="trn-x-trn1", subnets=subnets[:1], nodeRole=role,
-                                    scalingConfig={"minSize": 1, "maxSize": 3, "desiredSize": 2}, instanceTypes=["trn1.32xlarge"])
+    subnets = _cluster_with_a_node_group(clients)
     fs = clients["fsx"].create_file_system(
         FileSystemType="LUSTRE", StorageCapacity=1200, SubnetIds=subnets[:1], Tags=[{"Key": "Name", "Value": "trn-x-data"}],
         LustreConfiguration={"DeploymentType": "PERSISTENT_1", "PerUnitStorageThroughput": 200},
@@ -90,3 +96,15 @@ def test_cluster_node_groups_and_file_system_with_its_use(clients):
     assert (file_system["id"], file_system["capacity_gib"], file_system["deployment_type"]) == (fs, 1200, "PERSISTENT_1")
     assert file_system["free_gib"] == 900.0
     assert file_system["used_percent"] == 25.0
+
+
+def test_without_a_file_system_name_fsx_is_not_asked(clients):
+    _cluster_with_a_node_group(clients)
+
+    class NoCalls:
+        def __getattr__(self, name):
+            raise AssertionError(f"{name} was called")
+
+    status = st.read_aws(clients["eks"], NoCalls(), NoCalls(), "trn-x", ["trn-x-trn1"], None)
+    assert status["nodegroups"][0]["desired"] == 2 and status["nodegroups"][0]["exists"] is True
+    assert status["file_system"] == {"name": None, "exists": False}
