@@ -9,7 +9,8 @@ ec2_security_group_info call and skips the ec2_security_group tasks when this
 filter finds nothing to change (each of those tasks is a module call of about
 a second). The comparison is exact, as the module's defaults are: the same
 description, the same ingress and egress rules with their descriptions
-(purge_rules), the same tags apart from AWS's own (purge_tags).
+(purge_rules; with purge_rules false in a wanted group, its ingress rules
+need only be there), the same tags apart from AWS's own (purge_tags).
 """
 
 from __future__ import annotations
@@ -88,8 +89,10 @@ def security_group_differences(groups, wanted):
     """Sentences naming what differs between ``groups`` (ec2_security_group_info's answer) and ``wanted``.
 
     ``wanted`` lists ``{name, description, rules, rules_egress, tags}`` in
-    ec2_security_group's option spelling; a ``group_name`` source is the
-    group of that name among ``groups``.
+    ec2_security_group's option spelling, and optionally ``purge_rules``
+    (default true; false: other ingress rules beside the wanted ones are no
+    difference); a ``group_name`` source is the group of that name among
+    ``groups``.
     """
     by_name = {_get(group, "group_name", "GroupName"): group for group in groups or []}
     ids_by_name = {name: _get(group, "group_id", "GroupId") for name, group in by_name.items()}
@@ -106,7 +109,11 @@ def security_group_differences(groups, wanted):
             ("ingress", _get(group, "ip_permissions", "IpPermissions"), spec.get("rules")),
             ("egress", _get(group, "ip_permissions_egress", "IpPermissionsEgress"), spec.get("rules_egress")),
         ):
-            if _current_rules(current) != _wanted_rules(rules, ids_by_name):
+            wanted_rules = _wanted_rules(rules, ids_by_name)
+            current_rules = _current_rules(current)
+            # purge_rules: false (ingress only, as the module's option): the wanted rules among the others are enough.
+            in_place = wanted_rules <= current_rules if what == "ingress" and not spec.get("purge_rules", True) else wanted_rules == current_rules
+            if not in_place:
                 differences.append(f"security group {name}: other {what} rules")
         if _tags(group) != dict(spec.get("tags") or {}):
             differences.append(f"security group {name}: other tags")

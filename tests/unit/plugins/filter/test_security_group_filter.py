@@ -259,3 +259,32 @@ def test_a_rule_from_a_prefix_list_is_a_difference(spelling):
     ssh["PrefixListIds"] = [{"PrefixListId": "pl-0123456789abcdef0", "Description": "added by hand"}]
     by_name(groups, f"{CLUSTER}-nodes")["IpPermissions"].append(ssh)
     assert sg.security_group_differences(spelling(groups), wanted()) == [f"security group {CLUSTER}-nodes: other ingress rules"]
+
+
+def _before_the_cluster():
+    """The node group as tasks_from: security_groups wants it before the cluster: no cluster rule, purge_rules false."""
+    spec = wanted()
+    spec[0]["rules"] = [rule for rule in spec[0]["rules"] if rule.get("group_id") != EKS]
+    spec[0]["purge_rules"] = False
+    return spec
+
+
+def test_without_purge_rules_the_rule_from_the_cluster_is_no_difference(spelling):
+    assert sg.security_group_differences(spelling(), _before_the_cluster()) == []
+    # The run after the cluster owns the whole rule set: the same group without the cluster rule differs then.
+    spec = _before_the_cluster()
+    del spec[0]["purge_rules"]
+    assert sg.security_group_differences(spelling(), spec) == [f"security group {CLUSTER}-nodes: other ingress rules"]
+
+
+def test_without_purge_rules_a_missing_rule_still_differs(spelling):
+    groups = boto3_groups()
+    nodes = by_name(groups, f"{CLUSTER}-nodes")
+    nodes["IpPermissions"] = [p for p in nodes["IpPermissions"] if p.get("FromPort") != 1018]
+    assert sg.security_group_differences(spelling(groups), _before_the_cluster()) == [f"security group {CLUSTER}-nodes: other ingress rules"]
+
+
+def test_without_purge_rules_egress_is_still_exact(spelling):
+    groups = boto3_groups()
+    by_name(groups, f"{CLUSTER}-nodes")["IpPermissionsEgress"].append(_permission("tcp", cidrs=[("10.0.0.0/8", None)], ports=(443, 443)))
+    assert sg.security_group_differences(spelling(groups), _before_the_cluster()) == [f"security group {CLUSTER}-nodes: other egress rules"]
