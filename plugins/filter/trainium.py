@@ -25,9 +25,9 @@ def job_fit_errors(job, node_pools, capacity):
     return trainium_deployment.job_fit_errors(job, node_pools, capacity)
 
 
-def survey_spec(argument_spec, current=None, variables=None, name="trainium.eks deployment"):
+def survey_spec(argument_spec, current=None, variables=None, name="trainium.eks deployment", required=None):
     try:
-        return trainium_survey.survey_spec(argument_spec, current=current, variables=variables, name=name)
+        return trainium_survey.survey_spec(argument_spec, current=current, variables=variables, name=name, required=required)
     except trainium_survey.SurveyError as exc:
         raise AnsibleFilterError(str(exc)) from exc
 

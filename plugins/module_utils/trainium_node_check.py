@@ -118,16 +118,20 @@ def inspect_node(node, instance_types, plugins_here, require_device_plugins=True
     return report
 
 
-def pool_shortfalls(reports, pools):
-    """One problem per pool with fewer Ready nodes than its count (pools: [{name, count}])."""
+def pool_shortfalls(reports, pools, exact_count=False):
+    """One problem per pool with fewer Ready nodes than its count (pools: [{name, count}]);
+    with ``exact_count``, also per pool with more nodes (Ready or not) than its count."""
     problems = []
     for pool in pools:
         want = pool.get("count")
         if want is None:
             continue
         ready = sum(1 for r in reports if r["pool"] == pool["name"] and r["ready"])
+        total = sum(1 for r in reports if r["pool"] == pool["name"])
         if ready < int(want):
             problems.append(f"pool {pool['name']}: {ready} Ready node(s) of {want}")
+        elif exact_count and total > int(want):
+            problems.append(f"pool {pool['name']}: {total} node(s), {total - int(want)} more than {want} (still leaving)")
     return problems
 
 
@@ -207,7 +211,8 @@ class KubeReader:
             raise NodeCheckError(f"patch node {name} failed: {getattr(e, 'reason', None) or e}") from e
 
 
-def check(reader, pools, instance_types, namespace="kube-system", remediate=False, require_device_plugins=True, check_mode=False):
+def check(reader, pools, instance_types, namespace="kube-system", remediate=False, require_device_plugins=True, check_mode=False,
+          exact_count=False):
     """Read, judge and (with ``remediate``) cordon and taint; returns the module result without ``failed``."""
     names = [pool["name"] for pool in pools]
     nodes = reader.nodes(pool_selector(names)) if names else []
@@ -227,7 +232,7 @@ def check(reader, pools, instance_types, namespace="kube-system", remediate=Fals
                 reader.patch_node(report["name"], patch)
             remediated.append({"name": report["name"], "taint": f"{UNHEALTHY_TAINT}={taint_value(report)}:NoSchedule"})
     bad = [report for report in reports if report["problems"]]
-    pool_problems = pool_shortfalls(reports, pools)
+    pool_problems = pool_shortfalls(reports, pools, exact_count)
     return {
         "changed": bool(remediated),
         "nodes": reports,

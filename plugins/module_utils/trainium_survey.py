@@ -63,7 +63,7 @@ def _first_line(description):
     return " ".join(str(description or "").split())
 
 
-def _question(variable, paths, text, options, current):
+def _question(variable, paths, text, options, current, required=False):
     entries = [_spec_option(options, path) for path in paths]
     kinds = {entry.get("type", "str") for entry in entries}
     if len(kinds) != 1:
@@ -73,9 +73,10 @@ def _question(variable, paths, text, options, current):
         "question_name": text,
         "question_description": _first_line(entries[0].get("description")),
         "variable": variable,
-        "required": False,
+        "required": required,
     }
-    default = current.get(variable, entries[0].get("default"))
+    # A required question offers no default: the answer is the user's, never the inventory's by accident.
+    default = None if required else current.get(variable, entries[0].get("default"))
     choices = entries[0].get("choices")
     if choices:
         question.update(type="multiplechoice", choices=[str(choice) for choice in choices])
@@ -97,20 +98,23 @@ def _question(variable, paths, text, options, current):
     return question
 
 
-def survey_spec(argument_spec, current=None, variables=None, name="trainium.eks deployment"):
+def survey_spec(argument_spec, current=None, variables=None, name="trainium.eks deployment", required=None):
     """The AWX survey of ``variables`` (default: all of :data:`QUESTIONS`).
 
     ``argument_spec`` is the preflight role's ``argument_specs.main`` (or its
     ``options``); ``current`` maps survey variables to the defaults to offer
-    (the inventory's values, see :func:`current_answers`).
+    (the inventory's values, see :func:`current_answers`); the ``required``
+    survey variables must be answered and offer no default.
     """
     options = argument_spec.get("options", argument_spec)
     wanted = set(variables or SURVEY_VARIABLES)
-    unknown = sorted(wanted - set(SURVEY_VARIABLES))
+    unknown = sorted((wanted | set(required or [])) - set(SURVEY_VARIABLES))
     if unknown:
         raise SurveyError(f"no survey question for {', '.join(unknown)}; known: {', '.join(SURVEY_VARIABLES)}")
+    if set(required or []) - wanted:
+        raise SurveyError(f"required: {', '.join(sorted(set(required) - wanted))} not among the questions asked")
     spec = [
-        _question(variable, paths, text, options, current or {})
+        _question(variable, paths, text, options, current or {}, required=variable in (required or []))
         for variable, paths, text in QUESTIONS
         if variable in wanted
     ]

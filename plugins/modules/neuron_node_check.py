@@ -17,7 +17,7 @@ description:
     C(vpc.amazonaws.com/efa) against what its instance type has, and whether the Neuron and EFA
     device-plugin pods on it are Ready.
   - Fails with a table of the nodes that are not healthy, and with the pools that have fewer Ready
-    nodes than their count.
+    nodes than their count (with O(exact_count=true), also more nodes than their count).
   - With O(remediate=true) it first cordons each node that lost devices and taints it
     C(trainium.eks/neuron-unhealthy=<what was lost>:NoSchedule), so that no new pod lands there;
     nodes that are only NotReady are left to Kubernetes.
@@ -31,6 +31,13 @@ options:
     type: list
     elements: dict
     required: true
+  exact_count:
+    description:
+      - A pool with more nodes than its C(count), Ready or not, is a problem too, for example while a node group
+        that shrank still has the nodes Auto Scaling is taking away (C(playbooks/scale.yml) waits for that).
+    type: bool
+    default: false
+    version_added: 0.4.0
   instance_types:
     description:
       - What each instance type has, by type - C(neuron_devices), C(neuron_cores) and
@@ -161,7 +168,7 @@ bad_nodes:
   type: list
   elements: str
 pool_problems:
-  description: Pools with fewer Ready nodes than their count.
+  description: Pools with fewer Ready nodes than their count (with O(exact_count), or more nodes).
   returned: always
   type: list
   elements: str
@@ -222,6 +229,7 @@ def main():
             require_device_plugins=dict(type="bool", default=True),
             remediate=dict(type="bool", default=False),
             fail_on_unhealthy=dict(type="bool", default=True),
+            exact_count=dict(type="bool", default=False),
             kubeconfig=dict(type="path"),
             context=dict(type="str"),
             page_size=dict(type="int", default=2500),
@@ -242,6 +250,7 @@ def main():
             result = node_check.check(
                 reader, params["pools"], params["instance_types"], namespace=params["device_plugin_namespace"],
                 remediate=params["remediate"], require_device_plugins=params["require_device_plugins"], check_mode=module.check_mode,
+                exact_count=params["exact_count"],
             )
         except (ConfigException, node_check.NodeCheckError, OSError) as e:
             module.fail_json(msg=f"kubeconfig/cluster: {e}")

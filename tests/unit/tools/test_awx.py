@@ -160,12 +160,18 @@ def test_every_survey_question_is_generated_from_the_argument_spec():
     assert set(setup["awx_setup_pipeline"]) <= names
     # A teardown template asks nothing: a survey could point it at another deployment.
     assert [stage["survey"] for stage in setup["awx_setup_stages"] if stage["name"] == "teardown"] == [[]]
+    # The scale template asks the new size, without a default, and no cluster or region.
+    (scale,) = [stage for stage in setup["awx_setup_stages"] if stage["name"] == "scale"]
+    assert scale["playbook"] == "playbooks/scale.yml" and scale["required"] == ["node_count"]
+    assert not {"cluster_name", "region"} & set(scale["survey"])
     for stage in setup["awx_setup_stages"]:
         if not stage["survey"]:
             continue
         variables = [f"trainium_survey_{q}" for q in stage["survey"]]
-        survey = ts.survey_spec(spec, variables=variables)
+        required = [f"trainium_survey_{q}" for q in stage.get("required", [])]
+        survey = ts.survey_spec(spec, variables=variables, required=required)
         assert [q["variable"] for q in survey["spec"]] == [v for v in ts.SURVEY_VARIABLES if v in variables]
+        assert [q["variable"] for q in survey["spec"] if q["required"]] == [v for v in ts.SURVEY_VARIABLES if v in required]
         for question in survey["spec"]:
             if question["type"] == "integer":
                 paths = next(q[1] for q in ts.QUESTIONS if q[0] == question["variable"])

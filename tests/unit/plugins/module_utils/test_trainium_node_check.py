@@ -73,6 +73,16 @@ def test_pool_shortfall_counts_ready_nodes():
     assert nc.pool_shortfalls(reports, [{"name": "trn1", "count": 2}, {"name": "other"}]) == ["pool trn1: 1 Ready node(s) of 2"]
 
 
+def test_exact_count_also_waits_for_the_nodes_a_smaller_pool_loses():
+    reports = [nc.inspect_node(node(f"trn1-{i}", ready=i != 2), TYPES, {}) for i in range(3)]
+    pools = [{"name": "trn1", "count": 2}]
+    assert nc.pool_shortfalls(reports, pools) == []
+    assert nc.pool_shortfalls(reports, pools, exact_count=True) == ["pool trn1: 3 node(s), 1 more than 2 (still leaving)"]
+    assert nc.pool_shortfalls(reports[:2], pools, exact_count=True) == []
+    # Too few Ready nodes is said first, once.
+    assert nc.pool_shortfalls(reports[1:], [{"name": "trn1", "count": 2}], exact_count=True) == ["pool trn1: 1 Ready node(s) of 2"]
+
+
 def test_remediation_patch_cordons_and_taints_once():
     bad = node("trn1-0", cores="0", taints=[{"key": "aws.amazon.com/neuron", "effect": "NoSchedule"}])
     report = nc.inspect_node(bad, TYPES, {})

@@ -119,6 +119,19 @@ def test_defaults_are_the_inventory_values(deployment):
             assert value == deployment[key], key
 
 
+def test_a_required_question_offers_no_default(deployment):
+    """The scale template's new size: launching it to train longer must not size the pool back to the inventory's count."""
+    current = ts.current_answers(deployment)
+    survey = ts.survey_spec(SPEC, current=current, variables=["trainium_survey_node_count", "trainium_survey_max_steps"],
+                            required=["trainium_survey_node_count"])
+    questions = {q["variable"]: q for q in survey["spec"]}
+    assert questions["trainium_survey_node_count"]["required"] is True and "default" not in questions["trainium_survey_node_count"]
+    assert questions["trainium_survey_max_steps"]["required"] is False
+    assert questions["trainium_survey_max_steps"]["default"] == current["trainium_survey_max_steps"]
+    with pytest.raises(ts.SurveyError, match="required: trainium_survey_region not among the questions asked"):
+        ts.survey_spec(SPEC, variables=["trainium_survey_node_count"], required=["trainium_survey_region"])
+
+
 def test_node_count_sets_the_job_pool_and_nnodes_without_touching_the_input(deployment):
     before = copy.deepcopy(deployment)
     changed = ts.apply_survey(deployment, {"trainium_survey_node_count": "4", "trainium_survey_max_steps": 7, "trainium_survey_region": ""})
