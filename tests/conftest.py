@@ -228,7 +228,9 @@ def aws(rehearsal):
     """A clean AWS account: moto is reset before each test."""
     endpoint = rehearsal["AWS_ENDPOINT_URL"]
     request = urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST")
-    with urllib.request.urlopen(request, timeout=10) as answer:
+    # A reset of a moto that holds a whole deployment, on two cores that three test workers share, can take
+    # longer than a few seconds: a slow reset must not turn into a test error.
+    with urllib.request.urlopen(request, timeout=120) as answer:
         assert answer.status == 200
     return AwsAccount(rehearsal)
 

@@ -101,7 +101,17 @@ printf '\n%-30s %-7s %6s  %s\n' suite result seconds tests
 for row in "${rows[@]}"; do printf '%s\n' "$row"; done
 printf '%-30s %-7s %6s\n' "total (with rehearsal up/down)" "" "$(( $(date +%s) - all_started ))"
 printf '\n'
-if (( failed )); then printf 'failed suites: %s\n' "${failures[*]}"; fi
+if (( failed )); then
+  printf 'failed suites: %s\n' "${failures[*]}"
+  # What failed, by name, at the very end (a CI report may keep only the last
+  # lines): pytest's short summary lines, then Molecule's failed actions.
+  for name in "${failures[@]}"; do
+    log="$LOGS/${name// /-}.log"
+    [[ -f "$log" ]] || continue
+    sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -E '^(FAILED|ERROR) |➜ [a-z_]+: Executed: Failed' | cut -c1-300 | head -n 20 |
+      sed "s|^|  $name: |"
+  done
+fi
 # The whole pytest run as "N passed, N failed" (errors count as failed).
 if [[ -n "$pytest_counts" ]]; then
   tests_passed="$(grep -o '[0-9]* passed' <<<"$pytest_counts" | grep -o '[0-9]*' || echo 0)"

@@ -34,6 +34,8 @@ DEPLOYMENT_VARIABLES = (
     "trainium_teardown_keep",
     "trainium_system_node_pool",
     "trainium_kubeconfig",
+    "trainium_hourly_prices",
+    "trainium_timeline_dir",
 )
 # What a teardown can leave in place (trainium_teardown_keep).
 TEARDOWN_KEEPS = ("repository",)
@@ -348,7 +350,21 @@ def deployment_errors(variables):
         if item not in TEARDOWN_KEEPS:
             errors.add(f"trainium_teardown_keep[{index}]", item, "one of " + ", ".join(TEARDOWN_KEEPS)
                        + " (the file system's data is kept by its final backup, fsx_lustre_final_backup)")
+    _validate_run_output(errors, variables.get("trainium_hourly_prices"), variables.get("trainium_timeline_dir"))
     return list(errors)
+
+
+def _validate_run_output(errors, prices, timeline_dir):
+    """The summary's own prices (instance type: USD per hour) and where the run timelines go."""
+    if prices is not None:
+        if not isinstance(prices, dict):
+            errors.add("trainium_hourly_prices", prices, "a mapping of instance type to its price in USD per hour, such as {trn1.32xlarge: 21.50}")
+        for itype, price in (prices.items() if isinstance(prices, dict) else ()):
+            if isinstance(price, bool) or not isinstance(price, (int, float)) or price < 0:
+                errors.add(f"trainium_hourly_prices.{itype}", price, "a price in USD per instance-hour, a number of 0 or more")
+    if timeline_dir is not None and not (isinstance(timeline_dir, str) and timeline_dir.startswith(("/", "~"))):
+        errors.add("trainium_timeline_dir", timeline_dir,
+                   "an absolute path or one under ~ (the run timelines go there), or leave it unset for ~/.cache/trainium-eks/runs/<trainium_cluster_name>")
 
 
 def _zone_matches(zone, wanted):

@@ -19,6 +19,7 @@ runs and check it against the operator's IAM policy of its stage
 from __future__ import annotations
 
 import base64
+import datetime
 import importlib.util
 import json
 import pathlib
@@ -236,6 +237,91 @@ def assert_account_holds_the_deployment(aws):
 
     oidc = aws.client("iam").list_open_id_connect_providers()["OpenIDConnectProviderList"]
     assert len(oidc) == 1
+
+
+def assert_secure_defaults(aws):
+    """The secure defaults of docs/security.md on the deployment (the inventory leaves them alone): all five
+    control plane log types into a log group kept 90 days with the deployment's tags; secrets encrypted with
+    the deployment's rotated, aliased KMS key; IMDSv2 with hop limit 1 on the launch template; daily FSx backups
+    kept 7 days. Returns (file system ID, key ID) for assert_secure_teardown."""
+    log_group = f"/aws/eks/{CLUSTER}/cluster"
+    cluster = aws.client("eks").describe_cluster(name=CLUSTER)["cluster"]
+    logged = sorted(t for entry in cluster["logging"]["clusterLogging"] if entry.get("enabled") for t in entry["types"])
+    assert logged == ["api", "audit", "authenticator", "controllerManager", "scheduler"], logged
+    logs = aws.client("logs")
+    (group,) = [g for g in logs.describe_log_groups(logGroupNamePrefix=log_group)["logGroups"] if g["logGroupName"] == log_group]
+    assert group["retentionInDays"] == 90
+    tags = logs.list_tags_log_group(logGroupName=log_group)["tags"]
+    assert tags[TAG] == CLUSTER and tags["ManagedBy"] == "trainium.eks" and tags["Name"] == log_group, tags
+
+    (encryption,) = cluster["encryptionConfig"]
+    assert encryption["resources"] == ["secrets"]
+    kms = aws.client("kms")
+    key = kms.describe_key(KeyId=encryption["provider"]["keyArn"])["KeyMetadata"]
+    assert key["KeyState"] == "Enabled" and key["KeyManager"] == "CUSTOMER"
+    assert kms.get_key_rotation_status(KeyId=key["KeyId"])["KeyRotationEnabled"] is True
+    assert [a["AliasName"] for a in kms.list_aliases(KeyId=key["KeyId"])["Aliases"]] == [f"alias/{CLUSTER}-eks-secrets"]
+
+    ec2 = aws.client("ec2")
+    templates = sorted(t["LaunchTemplateName"] for t in ec2.describe_launch_templates()["LaunchTemplates"])
+    assert templates == [f"{CLUSTER}-system", f"{CLUSTER}-trn1"], templates
+    for name in templates:
+        data = ec2.describe_launch_template_versions(LaunchTemplateName=name, Versions=["$Default"])["LaunchTemplateVersions"][0]
+        assert data["LaunchTemplateData"]["MetadataOptions"] == {"HttpTokens": "required", "HttpPutResponseHopLimit": 1,
+                                                                 "HttpEndpoint": "enabled"}, (name, data["LaunchTemplateData"])
+
+    (fs,) = aws.client("fsx").describe_file_systems()["FileSystems"]
+    assert fs["LustreConfiguration"]["DeploymentType"] == "PERSISTENT_1"
+    assert fs["LustreConfiguration"]["AutomaticBackupRetentionDays"] == 7
+    return fs["FileSystemId"], key["KeyId"]
+
+
+def assert_secure_teardown(aws, secured, down):
+    """What the teardown keeps and schedules (docs/security.md): a final backup of the file system with its
+    tags, named in the output; the log group deleted; the KMS key pending deletion after 30 days."""
+    file_system_id, key_id = secured
+    (backup,) = aws.client("fsx").describe_backups()["Backups"]
+    assert backup["FileSystem"]["FileSystemId"] == file_system_id
+    assert backup["Lifecycle"] == "AVAILABLE"
+    backup_tags = {t["Key"]: t["Value"] for t in backup["Tags"]}
+    assert backup_tags["Name"] == f"{CLUSTER}-data" and backup_tags[TAG] == CLUSTER, backup_tags
+    assert f"FSx keeps final backup {backup['BackupId']} of {CLUSTER}-data" in down.text
+    log_group = f"/aws/eks/{CLUSTER}/cluster"
+    assert not [g for g in aws.client("logs").describe_log_groups(logGroupNamePrefix=log_group)["logGroups"] if g["logGroupName"] == log_group]
+    key = aws.client("kms").describe_key(KeyId=key_id)["KeyMetadata"]
+    assert key["KeyState"] == "PendingDeletion"
+    waiting = key["DeletionDate"] - datetime.datetime.now(datetime.timezone.utc)
+    assert datetime.timedelta(days=29) < waiting <= datetime.timedelta(days=30)
+
+
+def tamper_with_the_node_security_group(aws):
+    """Open TCP 22 to 0.0.0.0/0 on the Trainium nodes' security group and revoke its rule from the cluster's
+    security group (the whole rule as listed: with the nodes' own group when they share one), as someone might by
+    hand; returns (node group ID, cluster group ID, the ingress rules before, in a comparable form)."""
+    ec2 = aws.client("ec2")
+    (nodes,) = ec2.describe_security_groups(Filters=[{"Name": "group-name", "Values": [f"{CLUSTER}-nodes"]}])["SecurityGroups"]
+    cluster_group = aws.client("eks").describe_cluster(name=CLUSTER)["cluster"]["resourcesVpcConfig"]["clusterSecurityGroupId"]
+    from_cluster = [rule for rule in nodes["IpPermissions"] if cluster_group in [g["GroupId"] for g in rule.get("UserIdGroupPairs", [])]]
+    assert from_cluster, nodes["IpPermissions"]
+    ec2.revoke_security_group_ingress(GroupId=nodes["GroupId"], IpPermissions=from_cluster)
+    (revoked,) = ec2.describe_security_groups(GroupIds=[nodes["GroupId"]])["SecurityGroups"]
+    assert not [r for r in revoked["IpPermissions"] if cluster_group in [g["GroupId"] for g in r.get("UserIdGroupPairs", [])]]
+    ec2.authorize_security_group_ingress(GroupId=nodes["GroupId"], IpPermissions=[
+        {"IpProtocol": "tcp", "FromPort": 22, "ToPort": 22, "IpRanges": [{"CidrIp": "0.0.0.0/0"}]}])
+    return nodes["GroupId"], cluster_group, comparable_rules(nodes["IpPermissions"])
+
+
+def comparable_rules(permissions):
+    """Ingress rules as a sorted list of (protocol, from port, to port, source) - one per source, however EC2
+    groups them into permissions - so that equal rule sets compare equal."""
+    atoms = set()
+    for rule in permissions:
+        ports = (rule["IpProtocol"], rule.get("FromPort"), rule.get("ToPort"))
+        atoms.update((*ports, pair["GroupId"]) for pair in rule.get("UserIdGroupPairs", []))
+        atoms.update((*ports, ip["CidrIp"]) for ip in rule.get("IpRanges", []))
+        atoms.update((*ports, ip["CidrIpv6"]) for ip in rule.get("Ipv6Ranges", []))
+        atoms.update((*ports, prefix["PrefixListId"]) for prefix in rule.get("PrefixListIds", []))
+    return sorted(atoms, key=str)
 
 
 def check_platform_then_the_node_check(run_playbook, kube, kubeconfig, group_lock):
@@ -499,6 +585,7 @@ def test_site_converges_platform_included_then_teardown_empties_account_and_clus
         assert first.rc == 0, first
         assert first.recap["changed"] > 0
         assert_account_holds_the_deployment(aws)
+        secured = assert_secure_defaults(aws)
         assert_platform_is_up(kube, aws, local_vars)
         assert_training_ran(kube, rehearsal, local_vars, first)
         assert_timeline_recorded(tmp_path / "runs", first)
@@ -529,11 +616,21 @@ def test_site_converges_platform_included_then_teardown_empties_account_and_clus
     with group_lock("shared_kube"):
         check_scale(run_playbook, aws, kube, kubeconfig, local_vars, wait_until)
 
+        # By hand, meanwhile: SSH from anywhere opened on the nodes, the rule from the cluster's security group
+        # taken away. The run's pass before the cluster changes nothing (it only adds rules, and not the
+        # cluster's), so the pass after it works from the groups that pass read: it must still see both.
+        nodes_group, from_cluster, rules_before = tamper_with_the_node_security_group(aws)
+
         # count: 0 parks the pool (issue 9): the node group stays, scaled to no node.
         parked = [dict(local_vars["trainium_node_pools"][0], count=0)]
         park = run_playbook(INFRASTRUCTURE, args=run_args(kubeconfig) + ["-e", json.dumps({"trainium_node_pools": parked})])
         assert park.rc == 0, park
-        assert {name.split(" : ", 1)[0] for name in park.changed_tasks} == {"trainium.eks.trn_nodegroup"}, park.changed_tasks
+        assert {name.split(" : ", 1)[0] for name in park.changed_tasks} == {"trainium.eks.trn_nodegroup", "trainium.eks.trn_launch_template"}, \
+            park.changed_tasks
+        (nodes_now,) = aws.client("ec2").describe_security_groups(GroupIds=[nodes_group])["SecurityGroups"]
+        assert not [p for p in nodes_now["IpPermissions"] if p.get("IpRanges")], nodes_now["IpPermissions"]
+        assert [p for p in nodes_now["IpPermissions"] if from_cluster in [g["GroupId"] for g in p.get("UserIdGroupPairs", [])]]
+        assert comparable_rules(nodes_now["IpPermissions"]) == rules_before
         group = aws.client("eks").describe_nodegroup(clusterName=CLUSTER, nodegroupName=f"{CLUSTER}-trn1")["nodegroup"]
         assert group["scalingConfig"] == {"minSize": 0, "maxSize": 1, "desiredSize": 0}
         wait_until(lambda: pool_nodes(kube) == [], timeout=60, interval=1)
@@ -541,6 +638,7 @@ def test_site_converges_platform_included_then_teardown_empties_account_and_clus
         down = run_playbook(TEARDOWN, args=run_args(kubeconfig))
         assert down.rc == 0, down
         assert aws.resources() == baseline
+        assert_secure_teardown(aws, secured, down)
         # No node group: the rehearsal's pool is back at the inventory's count.
         wait_until(lambda: pool_nodes(kube) == TRN_NODES, timeout=60, interval=1)
     assert managed_versions(kube) == {}  # the platform's objects went first
@@ -573,11 +671,14 @@ def test_check_mode_on_an_empty_account_creates_nothing(aws, aws_calls, run_play
     assert_policies_allow(aws_calls, aws, local_vars)
 
 
-@pytest.mark.xdist_group("shared_stack")  # eks_cluster reaches the cluster with an EKS token
 def test_teardown_after_an_interrupted_run_empties_the_account(aws, kubeconfig, run_playbook, wait_until, aws_calls, local_vars):
-    """SIGINT the playbook once the cluster exists, as a user pressing Ctrl-C would."""
+    """SIGINT the playbook once the cluster exists, as a user pressing Ctrl-C would.
+
+    On this worker's own moto: the shared stack's token authenticator knows only the shared moto's clusters, so
+    the access check is off (eks_cluster_verify_access) and the teardown finds no cluster that answers its token,
+    as after a run interrupted before the kubeconfig works."""
     baseline = aws.resources()
-    cmd = [str(VENV_BIN / "ansible-playbook"), INFRASTRUCTURE, "-i", "inventories/local"] + run_args(kubeconfig)
+    cmd = [str(VENV_BIN / "ansible-playbook"), INFRASTRUCTURE, "-i", "inventories/local", "-e", "eks_cluster_verify_access=false"] + run_args(kubeconfig)
     process = subprocess.Popen(cmd, cwd=ROOT, env=run_playbook.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     eks = aws.client("eks")
     try:
@@ -598,6 +699,8 @@ def test_teardown_after_an_interrupted_run_empties_the_account(aws, kubeconfig, 
     assert down.rc == 0, down
     assert aws.resources() == baseline
     assert "RETRYING" not in down.output
+    # No cluster that answers this moto's token: the shared cluster's objects are left alone.
+    assert "Remove TensorBoard" not in down.output, down.output[-3000:]
     assert_policies_allow(aws_calls, aws, local_vars)  # the teardown (the interrupted run uses run_playbook.env)
 
 

@@ -7,11 +7,14 @@ Each row of the table in docs/security.md names the test here that backs it.
 The roles run with their defaults (only the kubeconfig path, the access check
 through the shared kube-apiserver and the polling delays are set), and every
 assertion is made on what moto lists afterwards, not on what the roles say.
+The defaults of a whole deployment (logs, secrets encryption, IMDS, FSx
+backups) and of its teardown are read back from the end-to-end test's own
+deployment (tests/integration/test_infrastructure.py, assert_secure_defaults
+and assert_secure_teardown): one build serves both.
 """
 
 from __future__ import annotations
 
-import datetime
 import os
 import pathlib
 import stat
@@ -23,18 +26,6 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 CLUSTER = "trn-rehearsal"
 LOG_GROUP = f"/aws/eks/{CLUSTER}/cluster"
 ALL_LOG_TYPES = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
-
-INFRASTRUCTURE = """
-- name: The AWS roles with their defaults
-  hosts: trainium
-  gather_facts: false
-  roles:
-    - role: trainium.eks.preflight
-    - role: trainium.eks.network
-    - role: trainium.eks.eks_cluster
-    - role: trainium.eks.trn_launch_template
-    - role: trainium.eks.fsx_lustre
-"""
 
 EKS_CLUSTER = """
 - name: The eks_cluster role alone
@@ -70,62 +61,6 @@ def secrets_key(aws, cluster):
     assert config["resources"] == ["secrets"]
     kms = aws.client("kms")
     return kms.describe_key(KeyId=config["provider"]["keyArn"])["KeyMetadata"], kms
-
-
-def test_defaults_converge_secure_then_idempotent_then_torn_down(aws, run_playbook, tmp_path):
-    """Control plane logs, log retention, secrets encryption, IMDS hop limit, FSx backups; rerun changed=0; teardown."""
-    playbook = tmp_path / "infrastructure.yml"
-    playbook.write_text(INFRASTRUCTURE)
-    extra = quiet_vars(tmp_path)
-    first = run_playbook(str(playbook), extra_vars=extra)
-    assert first.rc == 0, first
-
-    # All five control plane log types, into a log group with a retention and the deployment's tags.
-    cluster = aws.client("eks").describe_cluster(name=CLUSTER)["cluster"]
-    assert enabled_log_types(cluster) == sorted(ALL_LOG_TYPES)
-    group = log_group(aws)
-    assert group is not None and group["retentionInDays"] == 90
-    tags = aws.client("logs").list_tags_log_group(logGroupName=LOG_GROUP)["tags"]
-    assert tags["trainium.eks/cluster"] == CLUSTER and tags["ManagedBy"] == "trainium.eks" and tags["Name"] == LOG_GROUP
-
-    # Envelope encryption of secrets with the role's KMS key (rotated, aliased).
-    key, kms = secrets_key(aws, cluster)
-    assert key["KeyState"] == "Enabled" and key["KeyManager"] == "CUSTOMER"
-    assert kms.get_key_rotation_status(KeyId=key["KeyId"])["KeyRotationEnabled"] is True
-    aliases = [a["AliasName"] for a in kms.list_aliases(KeyId=key["KeyId"])["Aliases"]]
-    assert aliases == [f"alias/{CLUSTER}-eks-secrets"]
-
-    # IMDSv2 required, hop limit 1, on every pool's launch template.
-    ec2 = aws.client("ec2")
-    templates = ec2.describe_launch_templates()["LaunchTemplates"]
-    assert [t["LaunchTemplateName"] for t in templates] == [f"{CLUSTER}-trn1"]
-    data = ec2.describe_launch_template_versions(LaunchTemplateName=f"{CLUSTER}-trn1", Versions=["$Default"])["LaunchTemplateVersions"][0]
-    assert data["LaunchTemplateData"]["MetadataOptions"] == {"HttpTokens": "required", "HttpPutResponseHopLimit": 1, "HttpEndpoint": "enabled"}
-
-    # Automatic daily backups of the (PERSISTENT_1) file system, kept 7 days.
-    (fs,) = aws.client("fsx").describe_file_systems()["FileSystems"]
-    assert fs["LustreConfiguration"]["DeploymentType"] == "PERSISTENT_1"
-    assert fs["LustreConfiguration"]["AutomaticBackupRetentionDays"] == 7
-
-    again = run_playbook(str(playbook), extra_vars=extra)
-    assert again.rc == 0, again
-    assert again.recap["changed"] == 0, again.changed_tasks
-
-    # Teardown: a final backup of the file system, the log group deleted, the key scheduled for deletion.
-    down = run_playbook("playbooks/teardown.yml", extra_vars=extra)
-    assert down.rc == 0, down
-    assert aws.client("eks").list_clusters()["clusters"] == []
-    assert aws.client("fsx").describe_file_systems()["FileSystems"] == []
-    (backup,) = aws.client("fsx").describe_backups()["Backups"]
-    assert backup["FileSystem"]["FileSystemId"] == fs["FileSystemId"] and backup["Lifecycle"] == "AVAILABLE"
-    backup_tags = {t["Key"]: t["Value"] for t in backup["Tags"]}
-    assert backup_tags["Name"] == f"{CLUSTER}-data" and backup_tags["trainium.eks/cluster"] == CLUSTER
-    assert f"FSx keeps final backup {backup['BackupId']} of {CLUSTER}-data" in down.text
-    assert log_group(aws) is None
-    key = kms.describe_key(KeyId=key["KeyId"])["KeyMetadata"]
-    assert key["KeyState"] == "PendingDeletion"
-    waiting = key["DeletionDate"] - datetime.datetime.now(datetime.timezone.utc)
-    assert datetime.timedelta(days=29) < waiting <= datetime.timedelta(days=30)
 
 
 def test_an_existing_cluster_gets_secrets_encryption_and_all_logs(aws, run_playbook, tmp_path):

@@ -191,7 +191,16 @@ BAD_INPUTS = [
     _case("job-max-retry-11", {"trainium_job.max_retry": 11}, "trainium_job.max_retry", "an integer from 0 to 10"),
     _case("job-steps-zero", {"trainium_job.steps_this_run": 0}, "trainium_job.steps_this_run", "an integer from 1 to 10000000"),
     _case("job-precision-fp16", {"trainium_job.precision": "fp16"}, "trainium_job.precision", "one of bf16, fp32"),
+    _case("prices-a-list", {"trainium_hourly_prices": [21.5]}, "trainium_hourly_prices", "a mapping of instance type to its price"),
+    _case("price-negative", {"trainium_hourly_prices": {"trn1.32xlarge": -1}}, "trainium_hourly_prices.trn1.32xlarge", "a number of 0 or more"),
+    _case("price-text", {"trainium_hourly_prices": {"trn1.32xlarge": "21.50"}}, "trainium_hourly_prices.trn1.32xlarge", "a number of 0 or more"),
+    _case("timeline-dir-relative", {"trainium_timeline_dir": "runs"}, "trainium_timeline_dir", "an absolute path or one under ~"),
 ]
+
+
+def test_prices_and_timeline_dir_of_ones_own_are_valid():
+    variables = _variant(trainium_hourly_prices={"trn1.32xlarge": 18, "trn2.48xlarge": 44.7}, trainium_timeline_dir="~/runs")
+    assert td.deployment_errors(variables) == []
 
 
 def _assert_message(message, variable, allowed):
