@@ -84,7 +84,8 @@ class ActionModule(ActionBase):
             return dict(result, failed=True, msg=f"write: got {args.get('write')!r}; allowed: true or false")
         if not summary["stages"] or not write:
             return result
-        directory = os.path.expanduser(str(args.get("dir") or ""))
+        # normpath: a trailing slash would make the kernel follow a link where O_NOFOLLOW should refuse it.
+        directory = os.path.normpath(os.path.expanduser(str(args.get("dir")))) if args.get("dir") else ""
         if not directory:
             return dict(result, failed=True, msg="dir: got nothing; allowed: the directory the run timelines go to")
         try:

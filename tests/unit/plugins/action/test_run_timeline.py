@@ -99,8 +99,9 @@ def test_a_directory_others_could_swap_files_in_is_refused(tmp_path, monkeypatch
     target = tmp_path / "elsewhere"
     target.mkdir(mode=0o755)
     (tmp_path / "link").symlink_to(target)
-    linked = _action({"entries": NOTES, "dir": str(tmp_path / "link")}).run(task_vars={})
-    assert linked["failed"] and "cannot hold the run timeline" in linked["msg"]
+    for given in (str(tmp_path / "link"), f"{tmp_path}/link/"):
+        linked = _action({"entries": NOTES, "dir": given}).run(task_vars={})
+        assert linked["failed"] and "cannot hold the run timeline" in linked["msg"], given
     assert list(target.iterdir()) == [] and stat.S_IMODE(target.stat().st_mode) == 0o755
 
     shared = tmp_path / "shared"
