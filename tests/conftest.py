@@ -250,6 +250,22 @@ class AwsAccount:
     def client(self, service):
         return self.session.client(service, endpoint_url=self.env["AWS_ENDPOINT_URL"])
 
+    @staticmethod
+    def control_plane_log_types(cluster):
+        """The control plane log types an EKS cluster (describe_cluster's answer) has on, sorted."""
+        return sorted(t for entry in cluster["logging"]["clusterLogging"] if entry.get("enabled") for t in entry["types"])
+
+    def log_group(self, name):
+        """The CloudWatch log group of exactly that name, or None."""
+        found = [g for g in self.client("logs").describe_log_groups(logGroupNamePrefix=name)["logGroups"] if g["logGroupName"] == name]
+        return found[0] if found else None
+
+    def secrets_key(self, cluster):
+        """The KMS key metadata of an EKS cluster's envelope encryption, which must cover secrets."""
+        (config,) = cluster["encryptionConfig"]
+        assert config["resources"] == ["secrets"]
+        return self.client("kms").describe_key(KeyId=config["provider"]["keyArn"])["KeyMetadata"]
+
     def resources(self):
         """Everything the collection could create, by kind; defaults left out."""
         ec2 = self.client("ec2")

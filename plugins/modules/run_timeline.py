@@ -40,17 +40,12 @@ options:
     description: Whether to write the files; V(false) only sums up.
     type: bool
     default: true
+extends_documentation_fragment:
+  - trainium.eks.controller_action
 attributes:
   check_mode:
     support: full
     description: The same in check mode; the file records C(check_mode=true).
-  diff_mode:
-    support: none
-    description: Nothing to show.
-  platform:
-    support: full
-    platforms: all
-    description: Runs on the controller.
 """
 
 EXAMPLES = r"""

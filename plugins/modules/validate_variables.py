@@ -45,17 +45,12 @@ options:
     choices: [all, names]
     default: all
     version_added: 0.4.0
+extends_documentation_fragment:
+  - trainium.eks.controller_action
 attributes:
   check_mode:
     support: full
     description: Reads only; the same in check mode.
-  diff_mode:
-    support: none
-    description: Nothing to show.
-  platform:
-    support: full
-    platforms: all
-    description: Runs on the controller.
 notes:
   - An action plugin; it reads the roles' C(meta/argument_specs.yml) and C(defaults/main.yml) from the
     installed collection.

@@ -47,22 +47,6 @@ def quiet_vars(tmp_path):
     }
 
 
-def enabled_log_types(cluster):
-    return sorted(t for entry in cluster["logging"]["clusterLogging"] if entry.get("enabled") for t in entry["types"])
-
-
-def log_group(aws):
-    found = [g for g in aws.client("logs").describe_log_groups(logGroupNamePrefix=LOG_GROUP)["logGroups"] if g["logGroupName"] == LOG_GROUP]
-    return found[0] if found else None
-
-
-def secrets_key(aws, cluster):
-    (config,) = cluster["encryptionConfig"]
-    assert config["resources"] == ["secrets"]
-    kms = aws.client("kms")
-    return kms.describe_key(KeyId=config["provider"]["keyArn"])["KeyMetadata"], kms
-
-
 def test_an_existing_cluster_gets_secrets_encryption_and_all_logs(aws, run_playbook, tmp_path):
     """A cluster made with the 0.3 defaults (three log types, no encryption) is brought to the new ones in place."""
     playbook = tmp_path / "eks_cluster.yml"
@@ -73,15 +57,15 @@ def test_an_existing_cluster_gets_secrets_encryption_and_all_logs(aws, run_playb
                                                       eks_cluster_secrets_encryption=False))
     assert old.rc == 0, old
     cluster = aws.client("eks").describe_cluster(name=CLUSTER)["cluster"]
-    assert enabled_log_types(cluster) == ["api", "audit", "authenticator"] and not cluster.get("encryptionConfig")
+    assert aws.control_plane_log_types(cluster) == ["api", "audit", "authenticator"] and not cluster.get("encryptionConfig")
 
     new = run_playbook(str(playbook), extra_vars=extra)
     assert new.rc == 0, new
     cluster = aws.client("eks").describe_cluster(name=CLUSTER)["cluster"]
-    assert enabled_log_types(cluster) == sorted(ALL_LOG_TYPES)
-    key, _kms = secrets_key(aws, cluster)
+    assert aws.control_plane_log_types(cluster) == sorted(ALL_LOG_TYPES)
+    key = aws.secrets_key(cluster)
     assert key["KeyState"] == "Enabled"
-    assert log_group(aws)["retentionInDays"] == 90
+    assert aws.log_group(LOG_GROUP)["retentionInDays"] == 90
 
 
 def test_validation_pass_refuses_retentions_aws_refuses(run_playbook, tmp_path):
