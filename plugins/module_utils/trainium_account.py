@@ -198,6 +198,9 @@ def addon_differences(found, want, role_arn):
     differences = [f"{what}: {label} differs" for key, label in ADDON_FIELDS.items() if key in (plan["update"] or {})]
     if plan["tags_to_set"] or plan["tags_to_remove"]:
         differences.append(f"{what}: tags {', '.join(sorted(set(plan['tags_to_set']) | set(plan['tags_to_remove'])))} differ")
+    if plan["changed"] and not differences:
+        # A field the planner compares and ADDON_FIELDS does not name yet: still a difference.
+        differences.append(f"{what} differs from what eks_addon would make of it")
     return differences
 
 

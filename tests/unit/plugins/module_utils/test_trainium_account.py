@@ -42,6 +42,12 @@ def test_an_addon_difference_is_one_sentence(found, want, role_arn, sentence):
     assert account.addon_differences(found, want, role_arn) == [sentence]
 
 
+def test_a_change_the_planner_sees_is_a_difference_even_when_no_field_names_it(monkeypatch):
+    monkeypatch.setattr(account, "ADDON_FIELDS", {})
+    assert account.addon_differences(ACTIVE, dict(ADDON, addon_version="v1.20.0-eksbuild.1"), ROLE_ARN) == [
+        "EKS add-on vpc-cni of cluster trn differs from what eks_addon would make of it"]
+
+
 def test_placeholders_are_filled_in_or_the_document_is_unusable():
     plain = {"Statement": [{"Principal": {"Service": "eks.amazonaws.com"}}]}
     assert account.fill_oidc(plain, None, None) is plain
