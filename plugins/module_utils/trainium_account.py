@@ -68,13 +68,10 @@ def fill_oidc(document, provider_arn, host):
 # ------------------------------------------------------------------- reads
 
 
-@AccountErrorHandler.common_error_handler("describe the cluster of the OIDC issuer")
-@AWSRetry.jittered_backoff()
 def read_oidc(eks, cluster_name):
     """(provider ARN, issuer host) of an EKS cluster's OIDC issuer; (None, None) without the cluster or an issuer."""
-    try:
-        cluster = eks.describe_cluster(name=cluster_name)["cluster"]
-    except is_boto3_error_code("ResourceNotFoundException"):
+    cluster = ad.describe_cluster(eks, cluster_name)
+    if not cluster:
         return None, None
     issuer = oidc_issuer(cluster)
     if not issuer:
