@@ -50,14 +50,17 @@ counts() {
   esac
 }
 
-# run NAME KIND COMMAND...: one suite, its output shown and kept in $LOGS/NAME.log.
-run() {
-  local name="$1" kind="$2" started seconds result log
-  shift 2
-  log="$LOGS/${name// /-}.log"
-  started=$(date +%s)
-  printf '\n===== %s =====\n' "$name"
-  if "$@" 2>&1 | tee "$log"; then
+# logfile NAME: where a suite's output is kept.
+logfile() {
+  local name="${1//[^A-Za-z0-9_.]/-}"
+  printf '%s/%s.log' "$LOGS" "$name"
+}
+
+# record NAME KIND RC STARTED: a suite's result, its row in the table.
+record() {
+  local name="$1" kind="$2" rc="$3" started="$4" seconds result log ran
+  log="$(logfile "$name")"
+  if (( rc == 0 )); then
     result=passed
     passed=$((passed + 1))
   else
@@ -67,10 +70,42 @@ run() {
   fi
   seconds=$(( $(date +%s) - started ))
   printf '===== %s: %s in %ss =====\n' "$name" "$result" "$seconds"
-  local ran
   ran="$(counts "$log" "$kind")"
   if [[ "$kind" == pytest ]]; then pytest_counts="$ran"; fi
-  rows+=("$(printf '%-30s %-7s %6s  %s' "$name" "$result" "$seconds" "$ran")")
+  rows+=("$(printf '%-44s %-7s %6s  %s' "$name" "$result" "$seconds" "$ran")")
+}
+
+# run NAME KIND COMMAND...: one suite, its output shown and kept in $LOGS/NAME.log.
+run() {
+  local name="$1" kind="$2" started rc
+  shift 2
+  started=$(date +%s)
+  printf '\n===== %s =====\n' "$name"
+  "$@" 2>&1 | tee "$(logfile "$name")"
+  rc=${PIPESTATUS[0]}
+  record "$name" "$kind" "$rc" "$started"
+}
+
+# beside NAME KIND COMMAND...: one suite in the background, beside the next
+# ones; its output goes to $LOGS/NAME.log and is shown by `joined NAME`.
+declare -A beside_pid beside_started beside_kind
+beside() {
+  local name="$1" kind="$2"
+  shift 2
+  printf '\n===== %s: started in the background (%s) =====\n' "$name" "$(logfile "$name")"
+  beside_started[$name]=$(date +%s)
+  beside_kind[$name]=$kind
+  "$@" > "$(logfile "$name")" 2>&1 &
+  beside_pid[$name]=$!
+}
+
+# joined NAME: wait for a background suite, show its output, record it.
+joined() {
+  local name="$1" rc=0
+  wait "${beside_pid[$name]}" || rc=$?
+  printf '\n===== %s (ran in the background) =====\n' "$name"
+  cat "$(logfile "$name")"
+  record "$name" "${beside_kind[$name]}" "$rc" "${beside_started[$name]}"
 }
 
 run lint - bash -c 'yamllint --strict . && ansible-lint'
@@ -82,31 +117,80 @@ trap 'tools/rehearsal/rehearsal.sh down' EXIT
 # shellcheck disable=SC1091
 source .rehearsal/env.sh
 
+# Molecule keeps each scenario's state (prepared, converged) under the cache
+# directory by the project directory's name: a run that stopped in cleanup
+# would make the next clone's run skip prepare. Every run starts from none.
+molecule reset --all >/dev/null 2>&1 || echo "could not reset Molecule's scenario state"
+
+# The Molecule scenarios that need nothing but AWS run beside pytest, on a
+# moto server of their own (the shared one is reset by tests of the
+# shared_stack group): they fill the cores pytest leaves idle while its
+# longest chain (the end-to-end test) runs. The others need the shared
+# stack's EKS token authenticator, Kubernetes cluster or registry, which
+# pytest's grouped tests change, and run after pytest.
+AWS_ONLY_SCENARIOS=(preflight network fsx_lustre trn_launch_template trn_nodegroup system_nodegroup)
+lane_moto="$ROOT/.build/molecule-moto"
+lane_env=()
+lane_port=""
+start_lane_moto() {
+  local port
+  port="$(python -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')" || return 1
+  rm -rf "$lane_moto" && mkdir -p "$lane_moto" || return 1
+  # Its EKS answers with the shared kube-apiserver's CA, its ECR with the shared registry (as pytest's private motos).
+  ln -s "$TRAINIUM_REHEARSAL_DIR/pki" "$lane_moto/pki" && ln -s "$TRAINIUM_REHEARSAL_DIR/registry" "$lane_moto/registry" || return 1
+  TRAINIUM_REHEARSAL_SERVICES=moto TRAINIUM_REHEARSAL_DIR="$lane_moto" TRAINIUM_MOTO_PORT="$port" \
+    TRAINIUM_REHEARSAL_REGISTRY="${TRAINIUM_REGISTRY:-}" tools/rehearsal/rehearsal.sh up || return 1
+  lane_port="$port"
+  lane_env=(AWS_ENDPOINT_URL="http://127.0.0.1:$port" TRAINIUM_AWS_ENDPOINT_URL="http://127.0.0.1:$port")
+}
+stop_lane_moto() {
+  # Its own port: `down` also stops whatever moto server listens on the port it is given.
+  [[ -n "$lane_port" ]] || return 0
+  TRAINIUM_REHEARSAL_SERVICES=moto TRAINIUM_REHEARSAL_DIR="$lane_moto" TRAINIUM_MOTO_PORT="$lane_port" \
+    tools/rehearsal/rehearsal.sh down >/dev/null 2>&1
+  lane_port=""
+}
+trap 'kill "${beside_pid[@]}" 2>/dev/null; stop_lane_moto; tools/rehearsal/rehearsal.sh down' EXIT
+lane_args=()
+for scenario in "${AWS_ONLY_SCENARIOS[@]}"; do lane_args+=(-s "$scenario"); done
+if start_lane_moto; then
+  beside "molecule (AWS only, own moto)" molecule env "${lane_env[@]}" molecule test "${lane_args[@]}"
+else
+  echo "the Molecule lane's moto server did not start: its scenarios run after pytest, on the shared stack"
+  lane_args=()
+fi
+
 # tests/unit, tests/rehearsal and tests/integration (pytest.ini), in parallel
 # workers (pytest-xdist); exit 5 (no tests collected) counts as a failure.
 run "unit, rehearsal, integration" pytest pytest
 # Molecule starts from an empty shared account, whatever a test left there.
 curl -fsS -o /dev/null -X POST "$AWS_ENDPOINT_URL/moto-api/reset" || echo "could not reset the shared moto before Molecule"
-# Molecule keeps each scenario's state (prepared, converged) under the cache
-# directory by the project directory's name: a run that stopped in cleanup
-# would make the next clone's run skip prepare. Every run starts from none.
-molecule reset --all >/dev/null 2>&1 || echo "could not reset Molecule's scenario state"
-run molecule molecule molecule test --all
+shared_args=(--all)
+if (( ${#lane_args[@]} )); then
+  shared_args=()
+  for scenario in molecule/*/molecule.yml; do
+    scenario="$(basename "$(dirname "$scenario")")"
+    [[ " ${AWS_ONLY_SCENARIOS[*]} " == *" $scenario "* ]] || shared_args+=(-s "$scenario")
+  done
+fi
+run "molecule (shared stack)" molecule molecule test "${shared_args[@]}"
+if (( ${#lane_args[@]} )); then joined "molecule (AWS only, own moto)"; fi
+stop_lane_moto
 run build - tools/build-check.sh
 
 trap - EXIT
 tools/rehearsal/rehearsal.sh down || { failed=$((failed + 1)); failures+=("rehearsal-down"); }
 
-printf '\n%-30s %-7s %6s  %s\n' suite result seconds tests
+printf '\n%-44s %-7s %6s  %s\n' suite result seconds tests
 for row in "${rows[@]}"; do printf '%s\n' "$row"; done
-printf '%-30s %-7s %6s\n' "total (with rehearsal up/down)" "" "$(( $(date +%s) - all_started ))"
+printf '%-44s %-7s %6s\n' "total, wall (with rehearsal up/down)" "" "$(( $(date +%s) - all_started ))"
 printf '\n'
 if (( failed )); then
   printf 'failed suites: %s\n' "${failures[*]}"
   # What failed, by name, at the very end (a CI report may keep only the last
   # lines): pytest's short summary lines, then Molecule's failed actions.
   for name in "${failures[@]}"; do
-    log="$LOGS/${name// /-}.log"
+    log="$(logfile "$name")"
     [[ -f "$log" ]] || continue
     sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -E '^(FAILED|ERROR) |➜ [a-z_]+: Executed: Failed' | cut -c1-300 | head -n 20 |
       sed "s|^|  $name: |"
