@@ -4,14 +4,16 @@
 # stopped at the end, whatever happens. At the end: a table of the suites
 # (result, seconds, test counts where the runner gives them), the total, the
 # pytest counts and, last, `suites: N passed, N failed`. Each suite's output
-# is also kept in .build/test-logs/<suite>.log.
+# is also kept in .build/test-logs/<suite>.log (the suite's name in lower case,
+# each run of other characters one "-": unit-rehearsal-integration.log,
+# molecule-shared-stack.log, ...); a run removes the logs of the one before.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT" || exit 1
 BIN="${VENV:-$ROOT/.venv}/bin"
 export PATH="$BIN:$PATH" ANSIBLE_CONFIG="$ROOT/ansible.cfg"
 LOGS="$ROOT/.build/test-logs"
-mkdir -p "$LOGS"
+mkdir -p "$LOGS" && rm -f "$LOGS"/*.log
 all_started=$(date +%s)
 
 passed=0
@@ -52,7 +54,8 @@ counts() {
 
 # logfile NAME: where a suite's output is kept.
 logfile() {
-  local name="${1//[^A-Za-z0-9_.]/-}"
+  local name
+  name="$(tr '[:upper:]' '[:lower:]' <<<"$1" | sed -E 's/[^a-z0-9_]+/-/g; s/^-+//; s/-+$//')"
   printf '%s/%s.log' "$LOGS" "$name"
 }
 
@@ -87,7 +90,10 @@ run() {
 }
 
 # beside NAME KIND COMMAND...: one suite in the background, beside the next
-# ones; its output goes to $LOGS/NAME.log and is shown by `joined NAME`.
+# ones; its output goes to $LOGS/NAME.log and is shown by `joined NAME`. It
+# runs in a process group of its own (setsid), so that an interrupted run
+# stops all of it (ansible-playbook and its module processes too):
+# stop_beside.
 declare -A beside_pid beside_started beside_kind
 beside() {
   local name="$1" kind="$2"
@@ -95,14 +101,26 @@ beside() {
   printf '\n===== %s: started in the background (%s) =====\n' "$name" "$(logfile "$name")"
   beside_started[$name]=$(date +%s)
   beside_kind[$name]=$kind
-  "$@" > "$(logfile "$name")" 2>&1 &
+  setsid "$@" > "$(logfile "$name")" 2>&1 < /dev/null &
   beside_pid[$name]=$!
+}
+
+# stop_beside: stop every background suite still running (its whole process group).
+# shellcheck disable=SC2317  # called from the EXIT trap
+stop_beside() {
+  local name
+  for name in "${!beside_pid[@]}"; do
+    kill -TERM -- "-${beside_pid[$name]}" 2>/dev/null
+    wait "${beside_pid[$name]}" 2>/dev/null
+    unset "beside_pid[$name]"
+  done
 }
 
 # joined NAME: wait for a background suite, show its output, record it.
 joined() {
   local name="$1" rc=0
   wait "${beside_pid[$name]}" || rc=$?
+  unset "beside_pid[$name]"
   printf '\n===== %s (ran in the background) =====\n' "$name"
   cat "$(logfile "$name")"
   record "$name" "${beside_kind[$name]}" "$rc" "${beside_started[$name]}"
@@ -133,15 +151,17 @@ lane_moto="$ROOT/.build/molecule-moto"
 lane_env=()
 lane_port=""
 start_lane_moto() {
-  local port
-  port="$(python -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')" || return 1
+  # A lane moto that an earlier run left (killed before its cleanup) goes first: its pid file is in the state dir.
+  lane_port="$(sed -n 's|^export AWS_ENDPOINT_URL="http://127.0.0.1:\([0-9]*\)"$|\1|p' "$lane_moto/env.sh" 2>/dev/null)"
+  stop_lane_moto
+  lane_port="$(python -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')" || return 1
   rm -rf "$lane_moto" && mkdir -p "$lane_moto" || return 1
   # Its EKS answers with the shared kube-apiserver's CA, its ECR with the shared registry (as pytest's private motos).
   ln -s "$TRAINIUM_REHEARSAL_DIR/pki" "$lane_moto/pki" && ln -s "$TRAINIUM_REHEARSAL_DIR/registry" "$lane_moto/registry" || return 1
-  TRAINIUM_REHEARSAL_SERVICES=moto TRAINIUM_REHEARSAL_DIR="$lane_moto" TRAINIUM_MOTO_PORT="$port" \
+  # lane_port is set before `up`: a start that fails after the server was launched is still stopped.
+  TRAINIUM_REHEARSAL_SERVICES=moto TRAINIUM_REHEARSAL_DIR="$lane_moto" TRAINIUM_MOTO_PORT="$lane_port" \
     TRAINIUM_REHEARSAL_REGISTRY="${TRAINIUM_REGISTRY:-}" tools/rehearsal/rehearsal.sh up || return 1
-  lane_port="$port"
-  lane_env=(AWS_ENDPOINT_URL="http://127.0.0.1:$port" TRAINIUM_AWS_ENDPOINT_URL="http://127.0.0.1:$port")
+  lane_env=(AWS_ENDPOINT_URL="http://127.0.0.1:$lane_port" TRAINIUM_AWS_ENDPOINT_URL="http://127.0.0.1:$lane_port")
 }
 stop_lane_moto() {
   # Its own port: `down` also stops whatever moto server listens on the port it is given.
@@ -150,7 +170,7 @@ stop_lane_moto() {
     tools/rehearsal/rehearsal.sh down >/dev/null 2>&1
   lane_port=""
 }
-trap 'kill "${beside_pid[@]}" 2>/dev/null; stop_lane_moto; tools/rehearsal/rehearsal.sh down' EXIT
+trap 'stop_beside; stop_lane_moto; tools/rehearsal/rehearsal.sh down' EXIT
 lane_args=()
 for scenario in "${AWS_ONLY_SCENARIOS[@]}"; do lane_args+=(-s "$scenario"); done
 if start_lane_moto; then
