@@ -53,6 +53,7 @@ def read_aws(eks, fsx, cloudwatch, cluster, nodegroups, file_system_name, now=No
     status = {"cluster": {"name": cluster, "exists": False}, "nodegroups": [], "file_system": {"name": file_system_name, "exists": False}}
     if found:
         status["cluster"].update(exists=True, status=found.get("status"), version=found.get("version"), endpoint=found.get("endpoint"),
+                                 arn=found.get("arn"), certificate_authority=(found.get("certificateAuthority") or {}).get("data"),
                                  created=str(found.get("createdAt") or "") or None)
     for name in nodegroups:
         group = describe_nodegroup(eks, cluster, name) if found else None

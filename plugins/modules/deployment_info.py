@@ -70,6 +70,12 @@ cluster:
     endpoint:
       description: API server endpoint.
       type: str
+    arn:
+      description: The cluster's ARN.
+      type: str
+    certificate_authority:
+      description: The cluster's CA certificate, base64 (what a kubeconfig's C(certificate-authority-data) holds).
+      type: str
 nodegroups:
   description: One entry per O(nodegroups), in that order.
   returned: always

@@ -89,6 +89,11 @@ def test_cluster_node_groups_and_file_system_with_its_use(clients):
 
     assert status["cluster"]["exists"] and status["cluster"]["version"] == "1.34"
     assert status["cluster"]["status"] == "ACTIVE"
+    # What a kubeconfig needs (a later stage run as a job of its own writes one from them).
+    described = clients["eks"].describe_cluster(name="trn-x")["cluster"]
+    assert status["cluster"]["arn"] == described["arn"] and status["cluster"]["arn"].endswith(":cluster/trn-x")
+    assert status["cluster"]["certificate_authority"] == described["certificateAuthority"]["data"]
+    assert status["cluster"]["endpoint"] == described["endpoint"]
     trn1, system = status["nodegroups"]
     assert (trn1["exists"], trn1["desired"], trn1["min"], trn1["max"], trn1["instance_types"]) == (True, 2, 1, 3, ["trn1.32xlarge"])
     assert system == {"name": "trn-x-system", "exists": False}
