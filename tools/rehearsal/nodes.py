@@ -37,6 +37,7 @@ that ``fault.sh node-lose-neuron`` marked keeps reporting 0 Neuron devices.
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import json
 import os
 import pathlib
@@ -44,6 +45,7 @@ import shutil
 import subprocess
 import sys
 import time
+import urllib.parse
 
 import boto3
 import botocore.exceptions
@@ -79,11 +81,24 @@ def load_variables(inventory):
     return {key: value for key, value in variables.items() if not (isinstance(value, str) and "{{" in value)}
 
 
+def loopback_endpoint(endpoint):
+    """The endpoint when its host is loopback (127.0.0.0/8, ::1 or localhost); else exit: the rehearsal dials nothing else."""
+    host = urllib.parse.urlsplit(endpoint).hostname or ""
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        sys.exit(f"nodes.py: TRAINIUM_AWS_ENDPOINT_URL: got {endpoint!r}; allowed: the rehearsal's moto on a loopback address "
+                 "(http://127.0.0.1:<port>)")
+    return endpoint
+
+
 def aws_client(service, region):
     endpoint = os.environ.get("TRAINIUM_AWS_ENDPOINT_URL") or os.environ.get("AWS_ENDPOINT_URL")
     if not endpoint:
         sys.exit("nodes.py: TRAINIUM_AWS_ENDPOINT_URL is not set; source .rehearsal/env.sh first")
-    return boto3.session.Session(region_name=region).client(service, endpoint_url=endpoint)
+    return boto3.session.Session(region_name=region).client(service, endpoint_url=loopback_endpoint(endpoint))
 
 
 def ec2_client(region):

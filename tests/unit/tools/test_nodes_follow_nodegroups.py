@@ -9,8 +9,10 @@ from __future__ import annotations
 import importlib.util
 import json
 import pathlib
+import re
 
 import boto3
+import pytest
 from botocore.stub import Stubber
 
 _PATH = pathlib.Path(__file__).resolve().parents[3] / "tools" / "rehearsal" / "nodes.py"
@@ -97,3 +99,11 @@ def test_a_smaller_node_group_deletes_the_nodes_past_its_size():
     assert (("delete", "node", "trn1-1", "trn1-2"), None) in kubectl.calls
     applied = json.loads(next(stdin for args, stdin in kubectl.calls if args[0] == "apply" and "--subresource=status" not in args))
     assert [item["metadata"]["name"] for item in applied["items"]] == ["trn1-0"]
+
+
+def test_the_follower_dials_only_a_loopback_endpoint():
+    for endpoint in ("http://127.0.0.1:5000", "http://127.3.2.1:5000/", "http://localhost:5000", "http://[::1]:5000"):
+        assert nodes.loopback_endpoint(endpoint) == endpoint
+    for endpoint in ("http://10.96.0.1:5000", "https://ec2.us-west-2.amazonaws.com", "http://192.168.1.5", "not a url"):
+        with pytest.raises(SystemExit, match=f"got {re.escape(repr(endpoint))}; allowed: the rehearsal's moto on a loopback"):
+            nodes.loopback_endpoint(endpoint)
