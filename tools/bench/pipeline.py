@@ -8,11 +8,18 @@
 On the running shared rehearsal (make rehearsal-up; the EKS token
 authenticator only knows the shared moto's clusters), from an empty account:
 
-1. ``site.yml --tags teardown`` (the account and the cluster start empty);
+1. ``site.yml --tags teardown`` (the account and the cluster start empty),
+   then what a new account would not have either: the images the stand-in
+   registry kept after their ECR repository was deleted, and the data in the
+   stand-in of the file system (so the first run builds the image and stages
+   the data set, as on AWS);
 2. writes the scale factor to ``$TRAINIUM_REHEARSAL_DIR/aws-time-scale``
    (tools/rehearsal/moto_ext_timing.py): a cluster then takes 600 s x scale,
    a node group 300 s x scale, a file system 480 s x scale (default 1/30:
-   20 s, 10 s, 16 s, the issue's example);
+   20 s, 10 s, 16 s, the issue's example), and the training image's build
+   600 s x scale more than it takes here (a Neuron image's build and push on
+   AWS: the buildah stand-in tools/rehearsal/timing/buildah, first on the
+   runs' PATH);
 3. ``site.yml`` (the first run, a tiny real training run included), then
    ``site.yml`` again (the no-op rerun: it must report changed=0);
 4. removes the scale file and, unless --keep, tears the deployment down.
@@ -28,18 +35,25 @@ Speed targets are read from these figures, never asserted by a test.
 from __future__ import annotations
 
 import argparse
+import base64
 import html
 import json
 import os
 import pathlib
 import re
 import shlex
+import shutil
+import ssl
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 RECAP = re.compile(r"^localhost\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)\s+skipped=(\d+)", re.M)
+# A task's line; a long name runs on over the next lines: its first line is enough.
+TASK = re.compile(r"^TASK \[([^\]\n]*)", re.M)
 COLOURS = {"preflight": "#8c8c8c", "infrastructure": "#4c72b0", "cluster": "#6b8fd6", "node groups": "#9bb3e6",
            "image": "#dd8452", "fsx": "#55a868", "platform": "#8172b3", "training": "#c44e52"}
 
@@ -52,7 +66,9 @@ def rehearsal_env():
         sys.exit("the rehearsal is not running: make rehearsal-up (or tools/rehearsal/rehearsal.sh up)")
     dumped = subprocess.run(["bash", "-c", f"source {shlex.quote(str(state / 'env.sh'))} && env -0"], capture_output=True, check=True)
     env = dict(item.split("=", 1) for item in dumped.stdout.decode().split("\0") if "=" in item)
-    env.update(PATH=f"{ROOT / '.venv/bin'}:{env.get('PATH', '')}", ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+    # timing/buildah first: the training image's build takes AWS's time at the scale factor (the file moto reads) too.
+    env.update(PATH=f"{ROOT / 'tools/rehearsal/timing'}:{ROOT / '.venv/bin'}:{env.get('PATH', '')}",
+               TRAINIUM_REHEARSAL_AWS_TIME_SCALE_FILE=str(state / "aws-time-scale"), ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
                ANSIBLE_FORCE_COLOR="0")
     return state, env
 
@@ -63,14 +79,61 @@ def run_site(env, log, *extra):
     print(f"  $ {' '.join(command)}  (log: {log})", flush=True)
     started = time.monotonic()
     with open(log, "w", encoding="utf-8") as out:
-        done = subprocess.run(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, check=False)
+        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)  # pylint: disable=consider-using-with
+        # A first run at AWS's own times (--scale 1) takes about 20 minutes: every 30 s, the task it is at.
+        while True:
+            try:
+                returncode = process.wait(timeout=30)
+                break
+            except subprocess.TimeoutExpired:
+                tasks = TASK.findall(pathlib.Path(log).read_text(encoding="utf-8", errors="replace"))
+                print(f"    {time.monotonic() - started:6.0f} s, task {len(tasks)}: {tasks[-1] if tasks else '(starting)'}", flush=True)
     seconds = time.monotonic() - started
     text = pathlib.Path(log).read_text(encoding="utf-8", errors="replace")
     recap = RECAP.findall(text)
-    if done.returncode != 0 or not recap:
-        sys.exit(f"site.yml {' '.join(extra)} failed (rc {done.returncode}); see {log}:\n{text[-3000:]}")
+    if returncode != 0 or not recap:
+        sys.exit(f"site.yml {' '.join(extra)} failed (rc {returncode}); see {log}:\n{text[-3000:]}")
     ok, changed, dummy, failed, skipped = (int(n) for n in recap[-1])
     return seconds, {"ok": ok, "changed": changed, "failed": failed, "skipped": skipped}
+
+
+def registry_request(env, method, path):
+    """One request to the rehearsal registry (env.sh's URL, CA and login): (status, headers, body)."""
+    context = ssl.create_default_context(cafile=env["TRAINIUM_REGISTRY_CA_FILE"])
+    login = base64.b64encode(f"{env['TRAINIUM_REGISTRY_USERNAME']}:{env['TRAINIUM_REGISTRY_PASSWORD']}".encode()).decode()
+    request = urllib.request.Request(env["TRAINIUM_REGISTRY_URL"] + path, method=method, headers={
+        "Authorization": f"Basic {login}", "Accept": "application/vnd.oci.image.manifest.v1+json, "
+                                                      "application/vnd.docker.distribution.manifest.v2+json"})
+    try:
+        with urllib.request.urlopen(request, timeout=30, context=context) as answer:
+            return answer.status, answer.headers, answer.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.headers, b""
+
+
+def empty_the_new_account(env):
+    """What teardown leaves on the rehearsal but a new AWS account would not have: the images of the
+    deleted ECR repository (the stand-in registry keeps them) and the data on the file system (its
+    stand-in is a directory that outlives the file system). The base image (rehearsal/*) stays: it is
+    the public base image, not the account's."""
+    removed = 0
+    status, dummy, body = registry_request(env, "GET", "/v2/_catalog")
+    for repository in json.loads(body or b"{}").get("repositories", []) if status == 200 else []:
+        if repository.startswith("rehearsal/"):
+            continue
+        dummy, dummy, listed = registry_request(env, "GET", f"/v2/{repository}/tags/list")
+        for tag in json.loads(listed or b"{}").get("tags") or []:
+            found, headers, dummy = registry_request(env, "HEAD", f"/v2/{repository}/manifests/{tag}")
+            digest = headers.get("Docker-Content-Digest") if found == 200 else None
+            if digest and registry_request(env, "DELETE", f"/v2/{repository}/manifests/{digest}")[0] == 202:
+                removed += 1
+    shared = pathlib.Path(env["TRAINIUM_REHEARSAL_SHARED_DIR"])
+    for entry in shared.iterdir() if shared.is_dir() else []:
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+    print(f"  a new account: {removed} image tag(s) taken out of the stand-in registry, {shared} emptied", flush=True)
 
 
 def overlap_figures(timeline):
@@ -109,7 +172,8 @@ def chart(runs, scale):
     parts = ["<!doctype html><meta charset='utf-8'><title>trainium.eks pipeline benchmark</title>",
              "<style>body{font:14px sans-serif;margin:2em}text{font:12px sans-serif}</style>",
              f"<h1>Pipeline timeline on the rehearsal</h1><p>AWS creation times emulated at scale {scale:g} "
-             f"(cluster {600 * scale:.0f} s, node group {300 * scale:.0f} s, FSx {480 * scale:.0f} s). "
+             f"(cluster {600 * scale:.0f} s, node group {300 * scale:.0f} s, FSx {480 * scale:.0f} s, "
+             f"training image build {600 * scale:.0f} s more). "
              "Overlap = sum of the stage times / wall time.</p>"]
     for label, figures in runs.items():
         timeline = figures["timeline"]
@@ -147,11 +211,13 @@ def main():
     if not 0 < args.scale <= 1:
         parser.error(f"--scale: got {args.scale}; allowed: a number above 0 and at most 1")
     state, env = rehearsal_env()
+    args.out = args.out.resolve()  # site.yml takes an absolute trainium_timeline_dir only
     args.out.mkdir(parents=True, exist_ok=True)
     scale_file = state / "aws-time-scale"
     runs = {}
     print("pipeline benchmark: emptying the rehearsal account (site.yml --tags teardown)", flush=True)
     run_site(env, args.out / "teardown-before.log", "--tags", "teardown")
+    empty_the_new_account(env)
     scale_file.write_text(f"{args.scale}\n", encoding="utf-8")
     try:
         for label in ("first run", "no-op rerun"):
