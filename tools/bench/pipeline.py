@@ -101,9 +101,9 @@ def registry_request(env, method, path):
     """One request to the rehearsal registry (env.sh's URL, CA and login): (status, headers, body)."""
     context = ssl.create_default_context(cafile=env["TRAINIUM_REGISTRY_CA_FILE"])
     login = base64.b64encode(f"{env['TRAINIUM_REGISTRY_USERNAME']}:{env['TRAINIUM_REGISTRY_PASSWORD']}".encode()).decode()
-    request = urllib.request.Request(env["TRAINIUM_REGISTRY_URL"] + path, method=method, headers={
-        "Authorization": f"Basic {login}", "Accept": "application/vnd.oci.image.manifest.v1+json, "
-                                                      "application/vnd.docker.distribution.manifest.v2+json"})
+    accept = "application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json"
+    request = urllib.request.Request(env["TRAINIUM_REGISTRY_URL"] + path, method=method,
+                                     headers={"Authorization": f"Basic {login}", "Accept": accept})
     try:
         with urllib.request.urlopen(request, timeout=30, context=context) as answer:
             return answer.status, answer.headers, answer.read()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -81,7 +82,9 @@ def test_with_a_factor_a_push_is_not_delayed(fake_buildah):
 
 
 def test_without_a_real_buildah_after_it_the_stand_in_says_so(tmp_path):
-    (tmp_path / "python3").symlink_to(sys.executable)  # the stand-in's interpreter, and nothing else on PATH
+    # The stand-in's shell and interpreter, and nothing else on PATH.
+    (tmp_path / "python3").symlink_to(sys.executable)
+    (tmp_path / "bash").symlink_to(shutil.which("bash"))
     env = dict(os.environ, PATH=f"{TIMING}{os.pathsep}{tmp_path}")
     done = subprocess.run([str(TIMING / "buildah"), "version"], env=env, capture_output=True, text=True, check=False, timeout=60)
     assert done.returncode == 127
