@@ -10,9 +10,9 @@ authenticator only knows the shared moto's clusters), from an empty account:
 
 1. ``site.yml --tags teardown`` (the account and the cluster start empty),
    then what a new account would not have either: the images the stand-in
-   registry kept after their ECR repository was deleted, and the data in the
-   stand-in of the file system (so the first run builds the image and stages
-   the data set, as on AWS);
+   registry kept after the inventory's ECR repository was deleted, and the
+   job namespace's data in the stand-in of the file system (so the first run
+   builds the image and stages the data set, as on AWS);
 2. writes the scale factor to ``$TRAINIUM_REHEARSAL_DIR/aws-time-scale``
    (tools/rehearsal/moto_ext_timing.py): a cluster then takes 600 s x scale,
    a node group 300 s x scale, a file system 480 s x scale (default 1/30:
@@ -50,6 +50,8 @@ import time
 import urllib.error
 import urllib.request
 
+import yaml
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 RECAP = re.compile(r"^localhost\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)\s+skipped=(\d+)", re.M)
 # A task's line; a long name runs on over the next lines: its first line is enough.
@@ -79,15 +81,19 @@ def run_site(env, log, *extra):
     print(f"  $ {' '.join(command)}  (log: {log})", flush=True)
     started = time.monotonic()
     with open(log, "w", encoding="utf-8") as out:
-        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)  # pylint: disable=consider-using-with
-        # A first run at AWS's own times (--scale 1) takes about 20 minutes: every 30 s, the task it is at.
-        while True:
+        with subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT) as process:
             try:
-                returncode = process.wait(timeout=30)
-                break
-            except subprocess.TimeoutExpired:
-                tasks = TASK.findall(pathlib.Path(log).read_text(encoding="utf-8", errors="replace"))
-                print(f"    {time.monotonic() - started:6.0f} s, task {len(tasks)}: {tasks[-1] if tasks else '(starting)'}", flush=True)
+                # A first run at AWS's own times (--scale 1) takes about 20 minutes: every 30 s, the task it is at.
+                while True:
+                    try:
+                        returncode = process.wait(timeout=30)
+                        break
+                    except subprocess.TimeoutExpired:
+                        tasks = TASK.findall(pathlib.Path(log).read_text(encoding="utf-8", errors="replace"))
+                        print(f"    {time.monotonic() - started:6.0f} s, task {len(tasks)}: {tasks[-1] if tasks else '(starting)'}", flush=True)
+            except BaseException:
+                process.terminate()  # an interrupted benchmark leaves no playbook running (Ctrl-C reaches it too)
+                raise
     seconds = time.monotonic() - started
     text = pathlib.Path(log).read_text(encoding="utf-8", errors="replace")
     recap = RECAP.findall(text)
@@ -111,29 +117,31 @@ def registry_request(env, method, path):
         return error.code, error.headers, b""
 
 
+def inventory_names():
+    """The training image's repository and the job's namespace of inventories/local (the runs' inventory)."""
+    variables = {}
+    for path in sorted((ROOT / "inventories/local/group_vars/all").glob("*.yml")):
+        variables.update(yaml.safe_load(path.read_text(encoding="utf-8")) or {})
+    return (variables.get("trainium_image") or {}).get("repository"), (variables.get("trainium_job") or {}).get("namespace")
+
+
 def empty_the_new_account(env):
-    """What teardown leaves on the rehearsal but a new AWS account would not have: the images of the
-    deleted ECR repository (the stand-in registry keeps them) and the data on the file system (its
-    stand-in is a directory that outlives the file system). The base image (rehearsal/*) stays: it is
-    the public base image, not the account's."""
+    """What teardown leaves on the rehearsal of this deployment but a new AWS account would not have: the images
+    of its deleted ECR repository (the stand-in registry keeps them) and its job's data on the file system
+    (the stand-in volume is a directory that outlives the file system). Only the inventory's repository and
+    namespace: the base image and whatever else the shared rehearsal holds stay."""
+    repository, namespace = inventory_names()
     removed = 0
-    status, dummy, body = registry_request(env, "GET", "/v2/_catalog")
-    for repository in json.loads(body or b"{}").get("repositories", []) if status == 200 else []:
-        if repository.startswith("rehearsal/"):
-            continue
-        dummy, dummy, listed = registry_request(env, "GET", f"/v2/{repository}/tags/list")
-        for tag in json.loads(listed or b"{}").get("tags") or []:
-            found, headers, dummy = registry_request(env, "HEAD", f"/v2/{repository}/manifests/{tag}")
-            digest = headers.get("Docker-Content-Digest") if found == 200 else None
-            if digest and registry_request(env, "DELETE", f"/v2/{repository}/manifests/{digest}")[0] == 202:
-                removed += 1
-    shared = pathlib.Path(env["TRAINIUM_REHEARSAL_SHARED_DIR"])
-    for entry in shared.iterdir() if shared.is_dir() else []:
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry)
-        else:
-            entry.unlink()
-    print(f"  a new account: {removed} image tag(s) taken out of the stand-in registry, {shared} emptied", flush=True)
+    dummy, dummy, listed = registry_request(env, "GET", f"/v2/{repository}/tags/list") if repository else (0, {}, b"")
+    for tag in json.loads(listed or b"{}").get("tags") or []:
+        found, headers, dummy = registry_request(env, "HEAD", f"/v2/{repository}/manifests/{tag}")
+        digest = headers.get("Docker-Content-Digest") if found == 200 else None
+        if digest and registry_request(env, "DELETE", f"/v2/{repository}/manifests/{digest}")[0] == 202:
+            removed += 1
+    data = pathlib.Path(env.get("TRAINIUM_REHEARSAL_SHARED_DIR") or ROOT / ".rehearsal/shared") / (namespace or "")
+    if namespace and data.is_dir() and not data.is_symlink():
+        shutil.rmtree(data)
+    print(f"  a new account: {removed} tag(s) of {repository} taken out of the stand-in registry; {data} removed", flush=True)
 
 
 def overlap_figures(timeline):
