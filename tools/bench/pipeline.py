@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import base64
 import html
+import importlib.util
 import json
 import os
 import pathlib
@@ -49,8 +50,6 @@ import sys
 import time
 import urllib.error
 import urllib.request
-
-import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 RECAP = re.compile(r"^localhost\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)\s+skipped=(\d+)", re.M)
@@ -119,9 +118,11 @@ def registry_request(env, method, path):
 
 def inventory_names():
     """The training image's repository and the job's namespace of inventories/local (the runs' inventory)."""
-    variables = {}
-    for path in sorted((ROOT / "inventories/local/group_vars/all").glob("*.yml")):
-        variables.update(yaml.safe_load(path.read_text(encoding="utf-8")) or {})
+    # The rehearsal's own reader of an inventory's group_vars (tools/rehearsal/nodes.py).
+    spec = importlib.util.spec_from_file_location("rehearsal_nodes", ROOT / "tools/rehearsal/nodes.py")
+    nodes = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(nodes)
+    variables = nodes.load_variables(ROOT / "inventories/local")
     return (variables.get("trainium_image") or {}).get("repository"), (variables.get("trainium_job") or {}).get("namespace")
 
 

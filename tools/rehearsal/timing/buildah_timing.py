@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import shutil
 import sys
 import time
 
@@ -32,13 +33,8 @@ from moto_ext_timing import creating_seconds  # noqa: E402  pylint: disable=wron
 
 def real_buildah():
     """The first executable buildah on PATH that is not this script."""
-    for directory in os.environ.get("PATH", "").split(os.pathsep):
-        if not directory or pathlib.Path(directory).resolve() == HERE:
-            continue
-        candidate = pathlib.Path(directory) / "buildah"
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return str(candidate)
-    return None
+    others = [d for d in os.environ.get("PATH", "").split(os.pathsep) if d and pathlib.Path(d).resolve() != HERE]
+    return shutil.which("buildah", path=os.pathsep.join(others))
 
 
 def main(argv):
