@@ -20,7 +20,7 @@ except ImportError:  # pragma: no cover - older or newer ansible-core: the calle
 display = Display()
 
 _ARGS = ("module", "module_args", "state_path", "ready", "failed", "ready_count", "gone", "retry_on", "what", "typical",
-         "delay", "timeout", "report_every")
+         "delay", "first_delay", "timeout", "report_every")
 
 
 def dig(result, path):
@@ -102,7 +102,7 @@ class ActionModule(ActionBase):
             elif "*" not in str(args.get("state_path")).split("."):
                 problems.append(f"ready_count: got {args['ready_count']} with state_path {args.get('state_path')!r}; "
                                 "allowed: only with a state_path that maps a list (a * key)")
-        for name, default, low in (("delay", 15, 0), ("timeout", 1800, 0), ("report_every", 60, 0)):
+        for name, default, low in (("delay", 15, 0), ("first_delay", 0, 0), ("timeout", 1800, 0), ("report_every", 60, 0)):
             try:
                 args[name] = float(args.get(name, default) if args.get(name) is not None else default)
             except (TypeError, ValueError):
@@ -157,6 +157,8 @@ class ActionModule(ActionBase):
         polls = 0
         last_state = object()
         last_report = 0.0
+        # first_delay: the first pause that long, each next one twice the last, up to delay.
+        pause = min(args["first_delay"], args["delay"]) if args["first_delay"] else args["delay"]
         while True:
             polls += 1
             answer = self._execute_module(module_name=args["module"], module_args=dict(module_args),
@@ -185,4 +187,5 @@ class ActionModule(ActionBase):
                 display.display(f"  waiting for {what}: {shown}, {duration(elapsed)} so far"
                                 f"{' (typically ' + typical + ')' if typical else ''}")
                 last_state, last_report = state, elapsed
-            time.sleep(args["delay"])
+            time.sleep(pause)
+            pause = min(pause * 2, args["delay"])

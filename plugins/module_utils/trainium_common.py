@@ -235,9 +235,12 @@ def new_plan(errors=(), tags=({}, []), **changes):
 
 
 def wait_for(describe, done, timeout, subject, goal, delay=15, state_key="status", failure=None,
-             error=TrainiumAWSError, clock=None, sleep=None):
+             error=TrainiumAWSError, clock=None, sleep=None, first_delay=None):
     """Call ``describe()`` every ``delay`` seconds until ``done(answer)``; return that answer.
 
+    With ``first_delay``, the first pause is that long and each next one twice
+    the last, up to ``delay``: a change of a few seconds is seen within about
+    one, a long one polled every ``delay`` seconds as without it.
     ``describe`` returns the resource (a dict) or None when it does not exist.
     ``failure(answer)`` returns a message when the resource reached a state it
     will not leave; ``error(message=...)`` is raised with it. When
@@ -247,6 +250,7 @@ def wait_for(describe, done, timeout, subject, goal, delay=15, state_key="status
     clock = clock or time.monotonic
     sleep = sleep or time.sleep
     deadline = clock() + timeout
+    pause = min(first_delay, delay) if first_delay else delay
     while True:
         answer = describe()
         if done(answer):
@@ -257,7 +261,8 @@ def wait_for(describe, done, timeout, subject, goal, delay=15, state_key="status
         if clock() >= deadline:
             state = answer.get(state_key) if answer is not None else "gone"
             raise error(message=f"Timed out after {timeout} s waiting for {subject} {goal} (last state: {state})")
-        sleep(delay)
+        sleep(pause)
+        pause = min(pause * 2, delay)
 
 
 def wait_for_status(describe, ready, timeout, subject, gone=False, failed=(), reason=None, state_key="status", **kwargs):

@@ -362,6 +362,9 @@ def wait_until_idle(client, cluster_name, name, timeout, delay=5, clock=None, sl
 def wait_for_addon(client, cluster_name, name, gone=False, timeout=900, delay=5, clock=None, sleep=None):
     """Poll until the add-on is ACTIVE (or gone when ``gone``); returns the last description (None when gone).
 
+    The first polls come after 1 and 2 s, then every ``delay`` s: an add-on
+    that settles within seconds does not hold the run for a whole ``delay``.
+
     CREATE_FAILED and UPDATE_FAILED (DELETE_FAILED when ``gone``) raise at once
     with the health issues. A DEGRADED add-on can still become ACTIVE (CoreDNS
     once there are nodes), so it is waited on; when the time runs out its
@@ -373,7 +376,7 @@ def wait_for_addon(client, cluster_name, name, gone=False, timeout=900, delay=5,
     try:
         return common.wait_for_status(describe, "ACTIVE", timeout, _subject(cluster_name, name), gone=gone,
                                       failed=("DELETE_FAILED",) if gone else FAILED_STATES, reason=health_message,
-                                      delay=delay, error=TrainiumAddonError, clock=clock, sleep=sleep)
+                                      delay=delay, first_delay=1, error=TrainiumAddonError, clock=clock, sleep=sleep)
     except TrainiumAddonError as e:
         if not str(e.message).startswith("Timed out"):
             raise

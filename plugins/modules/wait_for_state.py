@@ -94,6 +94,14 @@ options:
       - Seconds between polls.
     type: float
     default: 15
+  first_delay:
+    description:
+      - Seconds before the second poll; each next pause is twice the last, up to O(delay). A state that
+        changes within seconds (a Job of a few seconds, a NAT gateway on a fast day) is then seen within about
+        a second, a long wait is polled every O(delay) seconds as without it.
+      - V(0) (the default) polls every O(delay) seconds from the start.
+    type: float
+    default: 0
   timeout:
     description:
       - Seconds after which the task fails.

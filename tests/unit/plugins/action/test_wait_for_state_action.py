@@ -55,6 +55,18 @@ def test_polls_until_ready_and_prints_each_new_state(quiet):
                                                       "  file system fs: AVAILABLE after 0s"]
 
 
+def test_first_delay_doubles_up_to_delay(monkeypatch):
+    slept = []
+    monkeypatch.setattr(plugin.time, "sleep", slept.append)
+    action = _action(dict(ARGS, delay=10, first_delay=1), [_state("CREATING")] * 5 + [_state("AVAILABLE")])
+    assert action.run(task_vars={})["polls"] == 6
+    assert slept == [1, 2, 4, 8, 10]
+    slept.clear()
+    # Without it (or 0): every delay from the start.
+    action = _action(dict(ARGS, delay=10), [_state("CREATING")] * 2 + [_state("AVAILABLE")])
+    assert action.run(task_vars={})["polls"] == 3 and slept == [10, 10]
+
+
 def test_a_failed_state_stops_at_once():
     action = _action(dict(ARGS), [_state("CREATING"), _state("FAILED"), _state("AVAILABLE")])
     result = action.run(task_vars={})
@@ -87,6 +99,7 @@ def test_module_failure_is_reported():
     ({"ready": []}, "ready: got []"),
     ({"module": ""}, "module: got ''"),
     ({"delay": "soon"}, "delay: got 'soon'"),
+    ({"first_delay": -1}, "first_delay: got -1.0; allowed: 0 or more seconds"),
     ({"timeout": -1}, "timeout: got -1.0"),
 ])
 def test_bad_arguments(change, message):

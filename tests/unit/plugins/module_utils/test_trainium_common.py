@@ -192,6 +192,23 @@ def test_wait_for_returns_the_answer_that_is_done(fake_clock):
     assert result == {"status": "ACTIVE"} and clock.slept == [15, 15]
 
 
+def test_wait_for_first_delay_doubles_up_to_delay_and_keeps_the_timeout(fake_clock):
+    clock = fake_clock
+    result = common.wait_for(answers("CREATING", "CREATING", "CREATING", "CREATING", "ACTIVE"), lambda a: a["status"] == "ACTIVE", 600,
+                             "thing t", "to be up", delay=10, first_delay=3, clock=clock, sleep=clock.sleep)
+    assert result == {"status": "ACTIVE"} and clock.slept == [3, 6, 10, 10]
+    clock.slept.clear()
+    with pytest.raises(common.TrainiumAWSError, match=r"Timed out after 5 s"):
+        common.wait_for(answers(*["CREATING"] * 9), lambda a: False, 5, "thing t", "to be up",
+                        delay=10, first_delay=1, clock=clock, sleep=clock.sleep)
+    assert clock.slept == [1, 2, 4]
+    # A first delay above the delay is the delay.
+    clock.slept.clear()
+    common.wait_for(answers("CREATING", "ACTIVE"), lambda a: a["status"] == "ACTIVE", 600, "thing t", "to be up",
+                    delay=2, first_delay=30, clock=clock, sleep=clock.sleep)
+    assert clock.slept == [2]
+
+
 def test_wait_for_gives_up_after_the_timeout_naming_the_last_state(fake_clock):
     clock = fake_clock
     with pytest.raises(common.TrainiumAWSError) as raised:

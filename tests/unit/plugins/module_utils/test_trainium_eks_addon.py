@@ -276,7 +276,17 @@ def test_wait_fails_at_once_on_create_failed_with_the_health_issues(eks, current
         ad.wait_for_addon(client, "trn-rehearsal", "vpc-cni", sleep=slept.append, clock=lambda: 0)
     assert raised.value.message == ("add-on vpc-cni of cluster trn-rehearsal is CREATE_FAILED: "
                                     "ConfigurationConflict: Conflicts found when trying to apply")
-    assert slept == [5]
+    assert slept == [1]  # the first poll after 1 s, not after the whole delay
+
+
+def test_wait_polls_after_1_2_4_s_then_every_delay(eks, current):
+    client, stubber = eks
+    for dummy in range(5):
+        stubber.add_response("describe_addon", {"addon": dict(current, status="CREATING")}, WHERE)
+    stubber.add_response("describe_addon", {"addon": dict(current, status="ACTIVE")}, WHERE)
+    slept = []
+    assert ad.wait_for_addon(client, "trn-rehearsal", "vpc-cni", sleep=slept.append, clock=lambda: 0)["status"] == "ACTIVE"
+    assert slept == [1, 2, 4, 5, 5]
 
 
 def test_degraded_is_waited_on_and_its_health_is_in_the_timeout(eks, current):
