@@ -362,7 +362,7 @@ def wait_until_idle(client, cluster_name, name, timeout, delay=5, clock=None, sl
 def wait_for_addon(client, cluster_name, name, gone=False, timeout=900, delay=5, clock=None, sleep=None):
     """Poll until the add-on is ACTIVE (or gone when ``gone``); returns the last description (None when gone).
 
-    The first polls come after 1 and 2 s, then every ``delay`` s: an add-on
+    The pauses are 1, 2, 4 s, then ``delay`` s (5) each: an add-on
     that settles within seconds does not hold the run for a whole ``delay``.
 
     CREATE_FAILED and UPDATE_FAILED (DELETE_FAILED when ``gone``) raise at once
