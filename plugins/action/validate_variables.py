@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 
@@ -20,7 +22,12 @@ from ansible_collections.trainium.eks.plugins.module_utils.trainium_deployment i
     deployment_model,
 )
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_problems import plain
-from ansible_collections.trainium.eks.plugins.module_utils.trainium_validation import apply_defaults, validation_problems
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_validation import (
+    apply_defaults,
+    role_problems,
+    undeclared_problems,
+    validation_problems,
+)
 
 MINIMUM_ANSIBLE = "2.19.0"
 
@@ -44,6 +51,10 @@ NAME_PROBLEM_RE = re.compile(
 )
 
 
+# The raw input of a name that neither the run nor the role's defaults give.
+UNSET = "<unset>"
+
+
 def _trusted(value):
     if isinstance(value, str):
         return trust_as_template(value)
@@ -56,7 +67,7 @@ def _trusted(value):
 
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
-    _VALID_ARGS = frozenset(("roles", "scope"))
+    _VALID_ARGS = frozenset(("roles", "scope", "refuse_undeclared"))
     _requires_connection = False
 
     def _names_only(self, result, deployment):
@@ -74,18 +85,41 @@ class ActionModule(ActionBase):
             return result
         result["changed"] = False
         result["msg"] = "the names of the deployment are valid"
-        result["ansible_facts"] = {"trainium_deployment": model}
+        # The roles' own name checks (state absent) need not run again in this run.
+        result["ansible_facts"] = {"trainium_deployment": dict(model, validation={"roles": {}})}
         return result
 
     def _role_file(self, role, *parts):
         return os.path.join(COLLECTION_ROOT, "roles", role, *parts)
 
+    def _entry_points(self, role):
+        """The role's argument specs, every entry point (read once per task)."""
+        cache = self.__dict__.setdefault("_specs", {})
+        if role not in cache:
+            path = self._role_file(role, "meta", "argument_specs.yml")
+            if not os.path.exists(path):
+                raise AnsibleError(f"validate_variables: role {role!r} has no meta/argument_specs.yml in {COLLECTION_ROOT}")
+            cache[role] = (self._loader.load_from_file(path) or {}).get("argument_specs") or {}
+        return cache[role]
+
     def _spec_options(self, role):
-        path = self._role_file(role, "meta", "argument_specs.yml")
-        if not os.path.exists(path):
-            raise AnsibleError(f"validate_variables: role {role!r} has no meta/argument_specs.yml in {COLLECTION_ROOT}")
-        data = self._loader.load_from_file(path) or {}
-        return ((data.get("argument_specs") or {}).get("main") or {}).get("options") or {}
+        return (self._entry_points(role).get("main") or {}).get("options") or {}
+
+    def _undeclared(self, task_vars):
+        """Problems of the names with a prefix of this collection that no role or playbook declares."""
+        roles = sorted(name for name in os.listdir(os.path.join(COLLECTION_ROOT, "roles"))
+                       if os.path.isfile(self._role_file(name, "meta", "argument_specs.yml")))
+        declared = set(DEPLOYMENT_VARIABLES)
+        for role in roles:
+            for entry in self._entry_points(role).values():
+                declared.update((entry or {}).get("options") or {})
+        # Its type is checked with the preflight role's variables; here only the names it lists count.
+        ignored = self._resolve(["trainium_other_variables"], {}, task_vars).get("trainium_other_variables") or []
+        if isinstance(ignored, str):
+            ignored = [name.strip() for name in ignored.split(",")]
+        if not isinstance(ignored, list):
+            ignored = []
+        return undeclared_problems(task_vars, declared, roles, [str(name) for name in ignored])
 
     def _defaults(self, role):
         """The role's defaults file, trusted as templates as Ansible trusts it when the role runs."""
@@ -115,6 +149,69 @@ class ActionModule(ActionBase):
                 continue
         return values
 
+    @staticmethod
+    def _inputs(names, defaults, task_vars):
+        """A short digest of each name's raw (untemplated) input: what the run gives it, else the role default.
+
+        At the validation pass the role defaults come from the file; at the
+        role's entry Ansible has put them among the variables. Equal inputs
+        give equal digests, so a role entered with other values (include_role
+        vars, a play's vars) is checked again, and one entered as the pass saw
+        it is not.
+        """
+        digests = {}
+        for name in sorted(names):
+            if name in DEPLOYMENT_VARIABLES:
+                continue
+            raw = task_vars[name] if name in task_vars else defaults.get(name, UNSET)
+            text = json.dumps(plain(raw), sort_keys=True, default=repr)
+            digests[name] = hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+        return digests
+
+    @staticmethod
+    def _record(task_vars):
+        """What this run's validation pass recorded in the contract (trainium_deployment.validation), or None."""
+        contract = task_vars.get("trainium_deployment")
+        record = contract.get("validation") if isinstance(contract, dict) else None
+        return record if isinstance(record, dict) and isinstance(record.get("roles"), dict) else None
+
+    def _checked_already(self, result, roles, scope, task_vars):
+        """The result when this run's validation pass checked the request already, else None.
+
+        The pass records in the contract each role's input digests and the
+        names it could not resolve yet (a default that reads a later stage's
+        facts); a role entered with the same inputs gets only those names
+        checked, and no second model. One entered with other inputs is checked
+        whole (None), and the variables that differ are named in the result.
+        """
+        record = self._record(task_vars)
+        if record is None:
+            return None
+        if scope == "names":
+            return dict(result, changed=False, msg="the names of the deployment were checked by the validation pass of this run")
+        late = []
+        for role in roles:
+            entry = record["roles"].get(role)
+            if not isinstance(entry, dict):
+                return None
+            seen = entry.get("inputs") or {}
+            now = self._inputs(seen, {}, task_vars)
+            differ = sorted(name for name in seen if now.get(name) != seen[name])
+            if differ:
+                self._differ = f"{role} entered with other values than the validation pass saw ({', '.join(differ)}): checked again"
+                return None
+            if entry.get("deferred"):
+                late.append((role, entry["deferred"]))
+        problems = []
+        for role, names in late:
+            options = {name: spec for name, spec in self._spec_options(role).items() if name in names}
+            problems.extend(role_problems(role, options, self._resolve(options, {}, task_vars)))
+        if problems:
+            return dict(result, failed=True, msg=f"{len(problems)} problem(s) in the variables:\n" + "\n".join(problems))
+        done = "; ".join(f"{role}: {', '.join(names)}" for role, names in late)
+        return dict(result, changed=False, msg=(
+            "checked by the validation pass of this run" + (f"; checked now, once the facts they read exist: {done}" if done else "")))
+
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         task_vars = task_vars or {}
@@ -126,7 +223,19 @@ class ActionModule(ActionBase):
         scope = self._task.args.get("scope") or "all"
         if scope not in ("all", "names") or (scope == "names" and roles):
             return dict(result, failed=True, msg=f"scope: got {scope!r}; allowed: all, or names (with no roles)")
+        refuse_undeclared = self._task.args.get("refuse_undeclared", False)
+        if not isinstance(refuse_undeclared, bool):
+            return dict(result, failed=True, msg=f"refuse_undeclared: got {refuse_undeclared!r}; allowed: true or false")
 
+        existing = self._record(task_vars)
+        # A role's entry after the validation pass of this run: nothing to check again.
+        if not refuse_undeclared:
+            done = self._checked_already(result, roles, scope, task_vars)
+            if done is not None:
+                return done
+
+        # Before the model is added to the variables: a trainium_deployment given as input is refused.
+        undeclared = self._undeclared(task_vars) if refuse_undeclared else []
         deployment_spec = self._spec_options(DEPLOYMENT_SPEC_ROLE)
         deployment = self._resolve(DEPLOYMENT_VARIABLES, {}, task_vars)
         for name in DEPLOYMENT_VARIABLES:
@@ -145,19 +254,35 @@ class ActionModule(ActionBase):
             task_vars = dict(task_vars, trainium_deployment=model)
 
         checked = []
+        record = {}
         for role in roles:
             if not os.path.isdir(self._role_file(role)):
                 checked.append((role, {}, {}))
                 continue
             options = self._spec_options(role)
-            checked.append((role, options, self._resolve(options, self._defaults(role), task_vars)))
+            defaults = self._defaults(role)
+            values = self._resolve(options, defaults, task_vars)
+            checked.append((role, options, values))
+            resolvable = set(task_vars) | set(defaults)
+            record[role] = {
+                "inputs": self._inputs(options, defaults, task_vars),
+                "deferred": sorted(name for name in options if name in resolvable and name not in values),
+            }
 
-        problems = validation_problems(deployment, checked)
+        problems = undeclared + validation_problems(deployment, checked)
         if problems:
             result["failed"] = True
             result["msg"] = f"{len(problems)} problem(s) in the variables; nothing was created:\n" + "\n".join(problems)
             return result
         result["changed"] = False
         result["msg"] = f"the deployment variables and the variables of {', '.join(roles) or 'no role'} are valid"
+        if getattr(self, "_differ", None):
+            result["msg"] = f"{self._differ}; {result['msg']}"
+        if existing is not None and not refuse_undeclared:
+            # A role entered with other values: the contract of the pass stays as it is.
+            return result
+        if model is not None:
+            # The contract records what was checked, so that the roles' entries need not check it again.
+            model = dict(model, validation={"roles": record})
         result["ansible_facts"] = {"trainium_deployment": model}
         return result

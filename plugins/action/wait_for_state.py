@@ -43,13 +43,21 @@ def dig(result, path):
     return value
 
 
+# What a progress line says of a missing state (a Job without conditions yet, a resource not listed yet).
+NO_STATE = "no state yet"
+
+
 def describe(state):
-    """A state as the progress lines print it; a list of states as counts: ``2 available, 1 pending``, or ``none``."""
+    """A state as the progress lines print it; a list of states as counts: ``2 available, 1 pending``, or ``none``.
+
+    A missing state reads ``no state yet`` (``1 with no state yet`` in a list), not ``None``.
+    """
     if not isinstance(state, list):
-        return str(state)
+        return NO_STATE if state is None else str(state)
     counts = {}
     for item in state:
-        counts[str(item)] = counts.get(str(item), 0) + 1
+        shown = f"with {NO_STATE}" if item is None else str(item)
+        counts[shown] = counts.get(shown, 0) + 1
     return ", ".join(f"{count} {item}" for item, count in counts.items()) or "none"
 
 

@@ -21,6 +21,7 @@ shared by all roles; they are checked once, by
 
 from __future__ import annotations
 
+import difflib
 import ipaddress
 import json
 import re
@@ -37,6 +38,7 @@ from ansible_collections.trainium.eks.plugins.module_utils.trainium_deployment i
     deployment_errors,
 )
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_problems import Problems, describe, is_int, unique
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_survey import SURVEY_VARIABLES
 
 TYPE_WORDS = {
     "str": "a string",
@@ -876,3 +878,66 @@ def validation_problems(deployment, roles):
             continue
         lines.extend(role_problems(role, specs, values))
     return unique(lines)
+
+
+# ---------------------------------------------------------------------------
+# Undeclared variables: a name with the prefix of a role of this collection or
+# ``trainium_`` that nothing declares is a misspelling (the run would go on
+# with the default and say nothing).
+
+DEPLOYMENT_PREFIX = "trainium_"
+# Inputs of the collection's playbooks that no role's argument spec declares;
+# each one's playbook checks its value.
+PLAYBOOK_VARIABLES = {
+    "trainium_overlap_stages": "site.yml sets it: the infrastructure stage starts the image and the file system in the background",
+    "trainium_scale_nodes": "playbooks/scale.yml: the new node count of the job's pool",
+    "trainium_status_dir": "playbooks/status.yml: where the status page is written",
+    "trainium_validate_roles": "playbooks/validate.yml: the roles whose variables the validation pass checks (default: every stage's)",
+    "trainium_node_check_remediate": "the platform stage's node check: cordon and taint the nodes that lost devices",
+}
+# Facts the collection sets itself: given as input they would shadow what it
+# computes (extra variables win over facts).
+COLLECTION_FACTS = ("trainium_deployment",)
+
+
+def _owner(name, role_prefixes):
+    """The role whose prefix ``name`` carries (the longest: ``fsx_lustre_`` before ``fsx_``), or None."""
+    owners = [role for role in role_prefixes if name.startswith(role + "_")]
+    return max(owners, key=len) if owners else None
+
+
+def undeclared_problems(names, declared, roles, ignored=()):
+    """One line per name of ``names`` that carries a prefix of this collection and that nothing declares.
+
+    ``declared``: every variable of every role's argument specs, the
+    deployment variables, :data:`PLAYBOOK_VARIABLES` and the survey's;
+    ``roles``: the collection's role names (their prefixes ``<role>_``);
+    ``ignored``: names the user says belong to something else
+    (``trainium_other_variables``). Names with no such prefix (other
+    collections', Ansible's own) are left alone. The closest declared name,
+    among those of the same role first, is suggested; values are never
+    printed (a misspelled secret stays unprinted).
+    """
+    declared = set(declared) | set(PLAYBOOK_VARIABLES) | set(SURVEY_VARIABLES)
+    lines = []
+    for name in sorted(set(names)):
+        if name in ignored or (name in declared and name not in COLLECTION_FACTS):
+            continue
+        role = _owner(name, roles)
+        if role is None and not name.startswith(DEPLOYMENT_PREFIX):
+            continue
+        if name in COLLECTION_FACTS:
+            lines.append(f"{name}: set by the validation pass, not an input; remove it from the inventory and the extra variables")
+            continue
+        prefix = role + "_" if role else DEPLOYMENT_PREFIX
+        # Within the family the shared prefix says nothing: what follows it is compared.
+        family = {candidate[len(prefix):]: candidate for candidate in declared
+                  if candidate.startswith(prefix) and candidate not in COLLECTION_FACTS}
+        match = [family[rest] for rest in difflib.get_close_matches(name[len(prefix):], sorted(family), n=1, cutoff=0.6)]
+        # Another role's variable (training_job_image for training_image_...): the whole name, closely.
+        others = sorted(declared - set(COLLECTION_FACTS) - set(family.values()))
+        match = match or difflib.get_close_matches(name, others, n=1, cutoff=0.85)
+        where = f"role {role}'s variables are in roles/{role}/README.md" if role else "the deployment variables are in docs/variables.md"
+        hint = f"did you mean {match[0]}?" if match else f"{where} (a name of something else: list it in trainium_other_variables)"
+        lines.append(f"{name}: not a variable of this collection; {hint}")
+    return lines

@@ -23,7 +23,13 @@ description:
   - "Fails with one line per problem, C(<variable>: got <value> (<type>); allowed: <what>), and nothing else."
   - On success sets the fact C(trainium_deployment), the normalized deployment - cluster name, region,
     tags, resource names and every node pool with its defaults applied (C(resource_name), C(min_count),
-    C(max_count), C(root_volume_size_gib), C(labels), C(taints), C(tags)).
+    C(max_count), C(root_volume_size_gib), C(labels), C(taints), C(tags)) - with a record of what was
+    checked (C(validation.roles), per role a digest of each variable's raw input and the names whose
+    default reads a later stage's facts).
+  - Run again in the same run (each role's first task does), it finds that record - once per run - and
+    checks nothing again for a role whose inputs are the ones the validation pass saw, only the names
+    that could not be resolved then; a role entered with other values (include_role or play vars) is
+    checked whole, the variables that differ named in the result, and the record stays as it is.
 author:
   - trainium.eks developers (@trainium-eks)
 options:
@@ -45,6 +51,21 @@ options:
     choices: [all, names]
     default: all
     version_added: 0.4.0
+  refuse_undeclared:
+    description:
+      - Also refuse every variable of the run whose name carries the prefix of a role of this collection
+        (C(<role>_)) or C(trainium_) and that nothing declares - no role's argument spec (any entry point),
+        no deployment variable, no playbook input, no survey answer - one line each, naming the closest
+        declared variable. The value is not printed.
+      - "For example C(fsx_lustre_storage_capacity: not a variable of this collection; did you mean
+        fsx_lustre_storage_capacity_gib?)."
+      - Variables of other collections and Ansible's own are left alone, and so are the names listed in
+        C(trainium_other_variables).
+      - The validation pass (C(playbooks/validate.yml)) sets it; it runs before any role, when the run's
+        variables are the inventory's, the extra variables and the survey's answers.
+    type: bool
+    default: false
+    version_added: 0.5.0
 extends_documentation_fragment:
   - trainium.eks.controller_action
 attributes:
@@ -60,6 +81,7 @@ EXAMPLES = r"""
 - name: Check every variable of the infrastructure stage before anything is created
   trainium.eks.validate_variables:
     roles: [preflight, network, eks_cluster, trn_launch_template, trn_nodegroup, ecr, fsx_lustre]
+    refuse_undeclared: true
 """
 
 RETURN = r"""
@@ -69,7 +91,10 @@ ansible_facts:
   type: dict
   contains:
     trainium_deployment:
-      description: Cluster name, region, endpoint, Kubernetes version, tags, resource names, node pools with defaults, storage, image, dataset, job.
+      description:
+        - Cluster name, region, endpoint, Kubernetes version, tags, resource names, node pools with defaults, storage,
+          image, dataset, job, and C(validation) (what was checked, for the roles' entries later in the run).
+        - Not set again by a role's entry when this run's record is there.
       type: dict
       returned: success
 """

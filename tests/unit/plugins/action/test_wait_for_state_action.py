@@ -140,7 +140,10 @@ def test_dig_maps_a_star_over_a_list_and_describe_counts():
     assert plugin.dig(_nats("pending", "available"), "result.*.state") == ["pending", "available"]
     assert plugin.dig({"result": []}, "result.*.state") == [] and plugin.dig({"result": {}}, "result.*.state") is None
     assert plugin.dig({"a": [{"b": {"c": 1}}, {}]}, "a.*.b.c") == [1, None] and plugin.dig({"a": [1, 2]}, "a.*") == [1, 2]
-    assert [plugin.describe(s) for s in ("X", None, [], ["a", "b", "a"])] == ["X", "None", "none", "2 a, 1 b"]
+    assert [plugin.describe(s) for s in ("X", None, [], ["a", "b", "a"])] == ["X", "no state yet", "none", "2 a, 1 b"]
+    # A Job without conditions yet (resources.*.status.conditions.*.type): not "1 None".
+    assert plugin.describe([None]) == "1 with no state yet"
+    assert plugin.describe([["Complete"], None]) == "1 ['Complete'], 1 with no state yet"
 
 
 def test_a_list_waits_for_ready_count_items(quiet):
