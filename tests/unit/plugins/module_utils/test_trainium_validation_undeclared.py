@@ -50,10 +50,10 @@ MISSPELLINGS = [
 
 
 def test_the_examples_are_really_misspellings_of_declared_names():
-    assert {right for _, right in MISSPELLINGS} <= DECLARED
-    assert not {wrong for wrong, _ in MISSPELLINGS} & DECLARED
+    assert {pair[1] for pair in MISSPELLINGS} <= DECLARED
+    assert not {pair[0] for pair in MISSPELLINGS} & DECLARED
     # At least six roles' prefixes besides trainium_ (the issue's bar).
-    owners = {tv._owner(wrong, ROLES) for wrong, _ in MISSPELLINGS} - {None}
+    owners = {tv._owner(pair[0], ROLES) for pair in MISSPELLINGS} - {None}
     assert len(owners) >= 6, owners
 
 
@@ -64,7 +64,7 @@ def test_a_misspelled_name_is_refused_with_the_closest_declared_name(wrong, righ
 
 
 def test_every_problem_is_one_line_sorted_and_values_are_never_printed():
-    names = {wrong: f"secret-{index}" for index, (wrong, _) in enumerate(MISSPELLINGS)}
+    names = {pair[0]: f"secret-{index}" for index, pair in enumerate(MISSPELLINGS)}
     lines = tv.undeclared_problems(names, DECLARED, ROLES)
     assert [line.split(":", 1)[0] for line in lines] == sorted(names)
     assert not any("secret-" in line or "\n" in line for line in lines)
@@ -134,8 +134,8 @@ def test_site_yml_refuses_misspelled_names_before_any_stage_runs(tmp_path):
                ANSIBLE_LOCAL_TEMP=str(tmp_path), ANSIBLE_HOME=str(tmp_path / "home"))
     # An AWS endpoint that nothing listens on: a call would fail with a connection error, not the lines below.
     extra = ["-e", "trainium_aws_endpoint_url=http://127.0.0.1:9"]
-    for wrong, _ in MISSPELLINGS:
-        extra += ["-e", f"{wrong}=1"]
+    for pair in MISSPELLINGS:
+        extra += ["-e", f"{pair[0]}=1"]
     done = subprocess.run([str(ROOT / ".venv" / "bin" / "ansible-playbook"), "site.yml", "-i", "inventories/local", *extra],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
     out = done.stdout + done.stderr
