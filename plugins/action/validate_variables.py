@@ -51,8 +51,8 @@ NAME_PROBLEM_RE = re.compile(
 )
 
 
-# The raw input of a name that neither the run nor the role's defaults give.
-UNSET = "<unset>"
+# The digest of a name whose value the validation pass could not resolve (a default that reads a later stage's facts).
+UNRESOLVED = "unresolved"
 
 
 def _trusted(value):
@@ -86,7 +86,8 @@ class ActionModule(ActionBase):
         result["changed"] = False
         result["msg"] = "the names of the deployment are valid"
         # The roles' own name checks (state absent) need not run again in this run.
-        result["ansible_facts"] = {"trainium_deployment": dict(model, validation={"roles": {}})}
+        result["ansible_facts"] = {"trainium_deployment": dict(model, validation={
+            "run": os.getppid(), "deployment": self._digest(deployment), "roles": {}})}
         return result
 
     def _role_file(self, role, *parts):
@@ -150,67 +151,74 @@ class ActionModule(ActionBase):
         return values
 
     @staticmethod
-    def _inputs(names, defaults, task_vars):
-        """A short digest of each name's raw (untemplated) input: what the run gives it, else the role default.
+    def _digest(value):
+        """A short digest of a resolved value (plain types; mixed key types and other objects by their repr)."""
+        value = plain(value)
+        try:
+            text = json.dumps(value, sort_keys=True, default=repr)
+        except TypeError:
+            text = repr(value)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
-        At the validation pass the role defaults come from the file; at the
-        role's entry Ansible has put them among the variables. Equal inputs
-        give equal digests, so a role entered with other values (include_role
-        vars, a play's vars) is checked again, and one entered as the pass saw
-        it is not.
-        """
-        digests = {}
-        for name in sorted(names):
-            if name in DEPLOYMENT_VARIABLES:
-                continue
-            raw = task_vars[name] if name in task_vars else defaults.get(name, UNSET)
-            text = json.dumps(plain(raw), sort_keys=True, default=repr)
-            digests[name] = hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
-        return digests
+    def _digests(self, names, values):
+        """Each name's digest of its resolved value; a name that could not be resolved has its own mark."""
+        return {name: self._digest(values[name]) if name in values else UNRESOLVED for name in sorted(names)}
+
+    def _deployment(self, task_vars):
+        """The deployment variables as the run gives them, with the preflight spec's defaults filled in."""
+        deployment_spec = self._spec_options(DEPLOYMENT_SPEC_ROLE)
+        deployment = self._resolve(DEPLOYMENT_VARIABLES, {}, task_vars)
+        for name in DEPLOYMENT_VARIABLES:
+            spec = deployment_spec.get(name, {})
+            if name not in deployment and "default" in spec:
+                deployment[name] = spec["default"]
+            if name in deployment:
+                deployment[name] = apply_defaults(spec.get("options"), deployment[name])
+        return deployment
 
     @staticmethod
     def _record(task_vars):
-        """What this run's validation pass recorded in the contract (trainium_deployment.validation), or None."""
-        contract = task_vars.get("trainium_deployment")
-        record = contract.get("validation") if isinstance(contract, dict) else None
-        return record if isinstance(record, dict) and isinstance(record.get("roles"), dict) else None
+        """This run's record of the validation pass (trainium_deployment.validation), or None.
 
-    def _checked_already(self, result, roles, scope, task_vars):
+        Only the fact the action set counts, in this very run (the
+        ansible-playbook process, the workers' parent): a trainium_deployment
+        from the inventory, play or extra vars, or one a fact cache kept from
+        an earlier run, is no record.
+        """
+        fact = (task_vars.get("ansible_facts") or {}).get("trainium_deployment")
+        if not isinstance(fact, dict) or task_vars.get("trainium_deployment") != fact:
+            return None
+        record = fact.get("validation")
+        if not isinstance(record, dict) or not isinstance(record.get("roles"), dict) or record.get("run") != os.getppid():
+            return None
+        return record
+
+    def _checked_already(self, result, roles, scope, task_vars, record):
         """The result when this run's validation pass checked the request already, else None.
 
-        The pass records in the contract each role's input digests and the
-        names it could not resolve yet (a default that reads a later stage's
-        facts); a role entered with the same inputs gets only those names
-        checked, and no second model. One entered with other inputs is checked
-        whole (None), and the variables that differ are named in the result.
+        The pass records each role's variables as digests of their resolved
+        values (and the deployment variables'); a role entered with values
+        that resolve the same is not checked again. One entered with other
+        values (include_role or play vars, or a default that reads a fact the
+        pass did not have) is checked whole (None), the names that differ said
+        in the result.
         """
-        record = self._record(task_vars)
-        if record is None:
-            return None
         if scope == "names":
             return dict(result, changed=False, msg="the names of the deployment were checked by the validation pass of this run")
-        late = []
+        if self._digest(self._deployment(task_vars)) != record.get("deployment"):
+            self._differ = "the deployment variables differ from what the validation pass saw: checked again"
+            return None
         for role in roles:
             entry = record["roles"].get(role)
-            if not isinstance(entry, dict):
+            if not isinstance(entry, dict) or not isinstance(entry.get("values"), dict):
                 return None
-            seen = entry.get("inputs") or {}
-            now = self._inputs(seen, {}, task_vars)
-            differ = sorted(name for name in seen if now.get(name) != seen[name])
+            seen = entry["values"]
+            now = self._digests(seen, self._resolve(seen, {}, task_vars))
+            differ = sorted(name for name in seen if now[name] != seen[name])
             if differ:
                 self._differ = f"{role} entered with other values than the validation pass saw ({', '.join(differ)}): checked again"
                 return None
-            if entry.get("deferred"):
-                late.append((role, entry["deferred"]))
-        problems = []
-        for role, names in late:
-            options = {name: spec for name, spec in self._spec_options(role).items() if name in names}
-            problems.extend(role_problems(role, options, self._resolve(options, {}, task_vars)))
-        if problems:
-            return dict(result, failed=True, msg=f"{len(problems)} problem(s) in the variables:\n" + "\n".join(problems))
-        done = "; ".join(f"{role}: {', '.join(names)}" for role, names in late)
-        return dict(result, changed=False, msg=(
-            "checked by the validation pass of this run" + (f"; checked now, once the facts they read exist: {done}" if done else "")))
+        return dict(result, changed=False, msg="checked by the validation pass of this run")
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
@@ -229,21 +237,16 @@ class ActionModule(ActionBase):
 
         existing = self._record(task_vars)
         # A role's entry after the validation pass of this run: nothing to check again.
-        if not refuse_undeclared:
-            done = self._checked_already(result, roles, scope, task_vars)
+        if existing is not None and not refuse_undeclared:
+            done = self._checked_already(result, roles, scope, task_vars, existing)
             if done is not None:
                 return done
 
-        # Before the model is added to the variables: a trainium_deployment given as input is refused.
-        undeclared = self._undeclared(task_vars) if refuse_undeclared else []
-        deployment_spec = self._spec_options(DEPLOYMENT_SPEC_ROLE)
-        deployment = self._resolve(DEPLOYMENT_VARIABLES, {}, task_vars)
-        for name in DEPLOYMENT_VARIABLES:
-            spec = deployment_spec.get(name, {})
-            if name not in deployment and "default" in spec:
-                deployment[name] = spec["default"]
-            if name in deployment:
-                deployment[name] = apply_defaults(spec.get("options"), deployment[name])
+        # Before the model is added to the variables: a trainium_deployment given as input is refused. A second
+        # pass in the same run (a playbook importing two stage playbooks) finds the run's facts and registered
+        # variables among its variables: the inventory and extra vars were checked by the first.
+        undeclared = self._undeclared(task_vars) if refuse_undeclared and existing is None else []
+        deployment = self._deployment(task_vars)
 
         if scope == "names":
             return self._names_only(result, deployment)
@@ -263,26 +266,29 @@ class ActionModule(ActionBase):
             defaults = self._defaults(role)
             values = self._resolve(options, defaults, task_vars)
             checked.append((role, options, values))
-            resolvable = set(task_vars) | set(defaults)
-            record[role] = {
-                "inputs": self._inputs(options, defaults, task_vars),
-                "deferred": sorted(name for name in options if name in resolvable and name not in values),
-            }
+            record[role] = {"values": self._digests((name for name in options if name not in DEPLOYMENT_VARIABLES), values)}
 
+        differ = getattr(self, "_differ", None)
         problems = undeclared + validation_problems(deployment, checked)
         if problems:
             result["failed"] = True
-            result["msg"] = f"{len(problems)} problem(s) in the variables; nothing was created:\n" + "\n".join(problems)
+            result["msg"] = (f"{differ}; " if differ else "") + (
+                f"{len(problems)} problem(s) in the variables; nothing was created:\n" + "\n".join(problems))
             return result
         result["changed"] = False
-        result["msg"] = f"the deployment variables and the variables of {', '.join(roles) or 'no role'} are valid"
-        if getattr(self, "_differ", None):
-            result["msg"] = f"{self._differ}; {result['msg']}"
+        result["msg"] = (f"{differ}; " if differ else "") + (
+            f"the deployment variables and the variables of {', '.join(roles) or 'no role'} are valid")
         if existing is not None and not refuse_undeclared:
-            # A role entered with other values: the contract of the pass stays as it is.
+            # A role checked again: its values join the run's record, unless the deployment variables changed (the
+            # other roles' records hold for the deployment the pass saw, and stay bound to it).
+            if model is not None:
+                same = self._digest(deployment) == existing.get("deployment")
+                validation = dict(existing, roles=dict(existing["roles"], **record)) if same else existing
+                result["ansible_facts"] = {"trainium_deployment": dict(model, validation=validation)}
             return result
         if model is not None:
-            # The contract records what was checked, so that the roles' entries need not check it again.
-            model = dict(model, validation={"roles": record})
+            # The contract records what was checked, in this run, so that the roles' entries need not check it again.
+            model = dict(model, validation={"run": os.getppid(), "deployment": self._digest(deployment),
+                                            "roles": dict((existing or {}).get("roles") or {}, **record)})
         result["ansible_facts"] = {"trainium_deployment": model}
         return result

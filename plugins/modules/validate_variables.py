@@ -24,12 +24,13 @@ description:
   - On success sets the fact C(trainium_deployment), the normalized deployment - cluster name, region,
     tags, resource names and every node pool with its defaults applied (C(resource_name), C(min_count),
     C(max_count), C(root_volume_size_gib), C(labels), C(taints), C(tags)) - with a record of what was
-    checked (C(validation.roles), per role a digest of each variable's raw input and the names whose
-    default reads a later stage's facts).
-  - Run again in the same run (each role's first task does), it finds that record - once per run - and
-    checks nothing again for a role whose inputs are the ones the validation pass saw, only the names
-    that could not be resolved then; a role entered with other values (include_role or play vars) is
-    checked whole, the variables that differ named in the result, and the record stays as it is.
+    checked (C(validation) - bound to this run, digests of the resolved deployment variables and of each
+    role variable's resolved value).
+  - Run again in the same run (each role's first task does), it finds that record and checks nothing again
+    for a role whose variables resolve to the values the validation pass saw; a role entered with other
+    values (include_role or play vars, a changed template input, a default whose fact exists now) is
+    checked whole, the variables that differ named in the result. Only the fact this action set in this
+    run is a record; a C(trainium_deployment) from the inventory, play or extra vars or a fact cache is not.
 author:
   - trainium.eks developers (@trainium-eks)
 options:

@@ -2,9 +2,10 @@
 # Copyright: Contributors to the trainium.eks project
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""One validation per run: the validation pass records in trainium_deployment what it checked; a role's entry
-with the same inputs checks nothing again, and one with other inputs is checked whole, for real, by
-ansible-playbook (no service: the action calls no API)."""
+"""One validation per run: the validation pass records in trainium_deployment what it checked (digests of the
+resolved values, bound to this run); a role's entry whose values resolve the same checks nothing again, one
+with other values is checked whole, and a record that did not come from this run's pass counts for nothing.
+Run for real by ansible-playbook (no service: the action calls no API)."""
 
 from __future__ import annotations
 
@@ -16,11 +17,14 @@ import subprocess
 ROOT = pathlib.Path(__file__).resolve().parents[4]
 
 # The role defaults are put among the variables as a role's entry has them (include_vars), then the
-# entry form of the action runs: the same inputs, then one changed by set_fact.
+# entry form of the action runs: the same values, then an image changed behind a template (set_fact on
+# the variable the template reads), then a second pass in the same run.
 PLAY = """
 - name: The validation pass, then role entries
   hosts: trainium
   gather_facts: false
+  vars:
+    my_image: quay.io/coreos/etcd:v3.5.30
   tasks:
     - name: The pass
       trainium.eks.validate_variables:
@@ -32,55 +36,131 @@ PLAY = """
     - name: The etcd role's defaults, as at its entry
       ansible.builtin.include_vars:
         file: {root}/roles/etcd/defaults/main.yml
-    - name: Entry with the same inputs
+    - name: Entry with the same values
       trainium.eks.validate_variables: {{roles: [etcd]}}
       register: same
     - name: The names, as a teardown's role entry asks
       trainium.eks.validate_variables: {{scope: names}}
       register: names
-    - name: Another image than the pass saw
+    - name: Another image than the pass saw, behind the template the inventory gives
       ansible.builtin.set_fact:
-        etcd_image: {image}
-    - name: Entry with other inputs
+        my_image: {image}
+    - name: Entry with other values
       trainium.eks.validate_variables: {{roles: [etcd]}}
       register: other
       ignore_errors: true
+    - name: A second pass in the same run, with the run's facts and registered variables about
+      trainium.eks.validate_variables:
+        roles: [etcd]
+        refuse_undeclared: true
+      register: again
+      ignore_errors: true
     - name: Write what happened down
       ansible.builtin.copy:
-        content: "{{{{ {{'same': same, 'names': names, 'other': other, 'pass': contract_after_pass,
+        content: "{{{{ {{'same': same, 'names': names, 'other': other, 'again': again, 'pass': contract_after_pass,
                        'after': trainium_deployment}} | to_json }}}}"
         dest: {out}
         mode: "0600"
 """
 
 
-def _run(tmp_path, image):
-    out = tmp_path / "out.json"
+def _playbook(tmp_path, text, *extra):
     play = tmp_path / "play.yml"
-    play.write_text(PLAY.format(root=ROOT, out=out, image=json.dumps(image)), encoding="utf-8")
+    play.write_text(text, encoding="utf-8")
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
                ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"), ANSIBLE_HOME=str(tmp_path / "home"))
-    done = subprocess.run([str(ROOT / ".venv" / "bin" / "ansible-playbook"), str(play), "-i", "inventories/local"],
+    return subprocess.run([str(ROOT / ".venv" / "bin" / "ansible-playbook"), str(play), "-i", "inventories/local", *extra],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
+
+
+def _run(tmp_path, image):
+    out = tmp_path / "out.json"
+    done = _playbook(tmp_path, PLAY.format(root=ROOT, out=out, image=json.dumps(image)), "-e", "etcd_image={{ my_image }}")
     assert done.returncode == 0, done.stdout + done.stderr
     return json.loads(out.read_text())
 
 
-def test_the_pass_records_what_it_checked_and_an_entry_with_the_same_inputs_checks_nothing_again(tmp_path):
-    got = _run(tmp_path, "quay.io/coreos/etcd:v3.5.30")
-    record = got["pass"]["validation"]["roles"]
-    assert sorted(record) == ["etcd", "volcano"]
-    assert "etcd_image" in record["etcd"]["inputs"] and "trainium_job" not in record["etcd"]["inputs"]
+def test_the_pass_records_what_it_checked_and_an_entry_with_the_same_values_checks_nothing_again(tmp_path):
+    got = _run(tmp_path, "quay.io/coreos/etcd:v3.5.31")
+    record = got["pass"]["validation"]
+    assert sorted(record["roles"]) == ["etcd", "volcano"]
+    assert isinstance(record["run"], int) and record["deployment"]
+    assert "etcd_image" in record["roles"]["etcd"]["values"] and "trainium_job" not in record["roles"]["etcd"]["values"]
     assert got["same"]["msg"] == "checked by the validation pass of this run"
     assert "ansible_facts" not in got["same"]
     assert got["names"]["msg"] == "the names of the deployment were checked by the validation pass of this run"
-    # Other inputs: checked whole (a valid image passes), named, and the pass's record stays.
+    # Another resolved value (the template's input changed): checked whole (a valid image passes) and named.
     assert got["other"]["msg"].startswith("etcd entered with other values than the validation pass saw (etcd_image): checked again;")
     assert not got["other"].get("failed")
-    assert got["after"]["validation"] == got["pass"]["validation"]
+    # The value checked joins the record, the rest of the record and the run stay.
+    assert got["after"]["validation"]["run"] == record["run"]
+    assert got["after"]["validation"]["roles"]["volcano"] == record["roles"]["volcano"]
+    assert got["after"]["validation"]["roles"]["etcd"] != record["roles"]["etcd"]
+    # A second pass in the same run does not take the run's own facts and registered variables for misspellings.
+    assert not got["again"].get("failed"), got["again"]["msg"]
 
 
-def test_an_entry_with_other_inputs_that_break_a_rule_fails_with_the_line(tmp_path):
+def test_an_entry_whose_value_breaks_a_rule_fails_with_the_line_and_says_what_differs(tmp_path):
     got = _run(tmp_path, "public.ecr.aws/some/etcd:3.6.0")
     assert got["other"]["failed"]
+    assert got["other"]["msg"].startswith("etcd entered with other values than the validation pass saw (etcd_image)")
     assert "etcd_image: got 'public.ecr.aws/some/etcd:3.6.0' (str); allowed: an etcd 3.5 image" in got["other"]["msg"]
+
+
+FORGED = """
+- name: A record that no validation pass of this run made
+  hosts: trainium
+  gather_facts: false
+  vars:
+    trainium_deployment:
+      cluster_name: someone-elses-cluster
+      validation: {{run: {run}, deployment: x, roles: {{etcd: {{values: {{}}}}}}}}
+  tasks:
+    - name: A teardown's names check
+      trainium.eks.validate_variables: {{scope: names}}
+      register: names
+    - name: A role's entry with a bad image
+      trainium.eks.validate_variables: {{roles: [etcd]}}
+      register: entry
+      ignore_errors: true
+    - name: Write what happened down
+      ansible.builtin.copy:
+        content: "{{{{ {{'names': names, 'entry': entry}} | to_json }}}}"
+        dest: {out}
+        mode: "0600"
+"""
+
+
+def test_a_record_from_play_vars_is_no_record(tmp_path):
+    out = tmp_path / "out.json"
+    done = _playbook(tmp_path, FORGED.format(run=os.getpid(), out=out), "-e", "etcd_image=quay.io/coreos/etcd:latest")
+    assert done.returncode == 0, done.stdout + done.stderr
+    got = json.loads(out.read_text())
+    assert got["names"]["msg"] == "the names of the deployment are valid"
+    assert got["entry"]["failed"] and "etcd_image: got 'quay.io/coreos/etcd:latest' (str)" in got["entry"]["msg"]
+
+
+def test_a_mapping_with_keys_of_mixed_types_gets_its_problem_line_not_a_crash(tmp_path):
+    out = tmp_path / "out.json"
+    play = """
+- name: A role variable with keys of mixed types
+  hosts: trainium
+  gather_facts: false
+  tasks:
+    - name: The pass
+      trainium.eks.validate_variables:
+        roles: [training_job]
+        refuse_undeclared: true
+      register: checked
+      ignore_errors: true
+    - name: Write what happened down
+      ansible.builtin.copy: {{content: "{{{{ checked | to_json }}}}", dest: {out}, mode: "0600"}}
+"""
+    extra = tmp_path / "extra.yml"
+    extra.write_text("training_job_env: {1: a, B: c}\n", encoding="utf-8")
+    done = _playbook(tmp_path, play.format(out=out), "-e", f"@{extra}")
+    assert done.returncode == 0, done.stdout + done.stderr
+    got = json.loads(out.read_text())
+    # The rule's own line (an environment variable name is a string), not a TypeError from sorting the keys.
+    assert got.get("failed") and "not supported between" not in got["msg"], got
+    assert "training_job_env.1: got 1 (int); allowed:" in got["msg"], got
