@@ -24,7 +24,6 @@ from ansible_collections.trainium.eks.plugins.module_utils.trainium_deployment i
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_problems import plain
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_validation import (
     apply_defaults,
-    role_problems,
     undeclared_problems,
     validation_problems,
 )
