@@ -21,9 +21,10 @@ from ansible_collections.trainium.eks.plugins.module_utils.trainium_deployment i
     deployment_errors,
     deployment_model,
 )
-from ansible_collections.trainium.eks.plugins.module_utils.trainium_problems import plain
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_problems import Problems, plain
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_validation import (
     apply_defaults,
+    check_option,
     undeclared_problems,
     validation_problems,
 )
@@ -113,13 +114,11 @@ class ActionModule(ActionBase):
         for role in roles:
             for entry in self._entry_points(role).values():
                 declared.update((entry or {}).get("options") or {})
-        # Its type is checked with the preflight role's variables; here only the names it lists count.
-        ignored = self._resolve(["trainium_other_variables"], {}, task_vars).get("trainium_other_variables") or []
-        if isinstance(ignored, str):
-            ignored = [name.strip() for name in ignored.split(",")]
-        if not isinstance(ignored, list):
-            ignored = []
-        return undeclared_problems(task_vars, declared, roles, [str(name) for name in ignored])
+        # Converted as its spec says; a wrong type is reported with the preflight role's variables.
+        name = "trainium_other_variables"
+        ignored = check_option(Problems(), name, self._spec_options(DEPLOYMENT_SPEC_ROLE)[name],
+                               self._resolve([name], {}, task_vars).get(name))
+        return undeclared_problems(task_vars, declared, roles, [str(item) for item in ignored] if isinstance(ignored, list) else [])
 
     def _defaults(self, role):
         """The role's defaults file, trusted as templates as Ansible trusts it when the role runs."""
@@ -192,32 +191,27 @@ class ActionModule(ActionBase):
             return None
         return record
 
-    def _checked_already(self, result, roles, scope, task_vars, record):
-        """The result when this run's validation pass checked the request already, else None.
+    def _checked_already(self, roles, task_vars, record, deployment):
+        """None when this run's validation pass checked the request already; else why not (possibly empty).
 
         The pass records each role's variables as digests of their resolved
         values (and the deployment variables'); a role entered with values
         that resolve the same is not checked again. One entered with other
         values (include_role or play vars, or a default that reads a fact the
-        pass did not have) is checked whole (None), the names that differ said
-        in the result.
+        pass did not have) is checked whole; the reason names what differs.
         """
-        if scope == "names":
-            return dict(result, changed=False, msg="the names of the deployment were checked by the validation pass of this run")
-        if self._digest(self._deployment(task_vars)) != record.get("deployment"):
-            self._differ = "the deployment variables differ from what the validation pass saw: checked again"
-            return None
+        if self._digest(deployment) != record.get("deployment"):
+            return "the deployment variables differ from what the validation pass saw: checked again"
         for role in roles:
             entry = record["roles"].get(role)
             if not isinstance(entry, dict) or not isinstance(entry.get("values"), dict):
-                return None
+                return ""  # not in the record (a role the pass was not given): checked, nothing to say
             seen = entry["values"]
             now = self._digests(seen, self._resolve(seen, {}, task_vars))
             differ = sorted(name for name in seen if now[name] != seen[name])
             if differ:
-                self._differ = f"{role} entered with other values than the validation pass saw ({', '.join(differ)}): checked again"
-                return None
-        return dict(result, changed=False, msg="checked by the validation pass of this run")
+                return f"{role} entered with other values than the validation pass saw ({', '.join(differ)}): checked again"
+        return None
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
@@ -236,16 +230,19 @@ class ActionModule(ActionBase):
 
         existing = self._record(task_vars)
         # A role's entry after the validation pass of this run: nothing to check again.
-        if existing is not None and not refuse_undeclared:
-            done = self._checked_already(result, roles, scope, task_vars, existing)
-            if done is not None:
-                return done
+        differ = None
+        if existing is not None and not refuse_undeclared and scope == "names":
+            return dict(result, changed=False, msg="the names of the deployment were checked by the validation pass of this run")
 
         # Before the model is added to the variables: a trainium_deployment given as input is refused. A second
         # pass in the same run (a playbook importing two stage playbooks) finds the run's facts and registered
         # variables among its variables: the inventory and extra vars were checked by the first.
         undeclared = self._undeclared(task_vars) if refuse_undeclared and existing is None else []
         deployment = self._deployment(task_vars)
+        if existing is not None and not refuse_undeclared:
+            differ = self._checked_already(roles, task_vars, existing, deployment)
+            if differ is None:
+                return dict(result, changed=False, msg="checked by the validation pass of this run")
 
         if scope == "names":
             return self._names_only(result, deployment)
@@ -267,7 +264,6 @@ class ActionModule(ActionBase):
             checked.append((role, options, values))
             record[role] = {"values": self._digests((name for name in options if name not in DEPLOYMENT_VARIABLES), values)}
 
-        differ = getattr(self, "_differ", None)
         problems = undeclared + validation_problems(deployment, checked)
         if problems:
             result["failed"] = True

@@ -919,6 +919,7 @@ def undeclared_problems(names, declared, roles, ignored=()):
     printed (a misspelled secret stays unprinted).
     """
     declared = set(declared) | set(PLAYBOOK_VARIABLES) | set(SURVEY_VARIABLES)
+    candidates = declared - set(COLLECTION_FACTS)
     lines = []
     for name in sorted(set(names)):
         if name in ignored or (name in declared and name not in COLLECTION_FACTS):
@@ -931,11 +932,10 @@ def undeclared_problems(names, declared, roles, ignored=()):
             continue
         prefix = role + "_" if role else DEPLOYMENT_PREFIX
         # Within the family the shared prefix says nothing: what follows it is compared.
-        family = {candidate[len(prefix):]: candidate for candidate in declared
-                  if candidate.startswith(prefix) and candidate not in COLLECTION_FACTS}
+        family = {candidate[len(prefix):]: candidate for candidate in candidates if candidate.startswith(prefix)}
         match = [family[rest] for rest in difflib.get_close_matches(name[len(prefix):], sorted(family), n=1, cutoff=0.6)]
         # Another role's variable (training_job_image for training_image_...): the whole name, closely.
-        others = sorted(declared - set(COLLECTION_FACTS) - set(family.values()))
+        others = sorted(candidates - set(family.values()))
         match = match or difflib.get_close_matches(name, others, n=1, cutoff=0.85)
         where = f"role {role}'s variables are in roles/{role}/README.md" if role else "the deployment variables are in docs/variables.md"
         hint = f"did you mean {match[0]}?" if match else f"{where} (a name of something else: list it in trainium_other_variables)"
