@@ -43,6 +43,7 @@ import re
 import socket
 import subprocess
 import time
+import types
 import urllib.parse
 import urllib.request
 
@@ -95,6 +96,16 @@ def pytest_collection_modifyitems(config, items):
             item._id = NodeId.parse(f"{item.nodeid}@{group}")  # pylint: disable=protected-access
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):  # pylint: disable=unused-argument
+    """``item.call_passed``: whether the test's own call passed, for fixtures that tell the tests that ran whole
+    (test_site_end_to_end.py's ``step``)."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == "call":
+        item.call_passed = report.passed
+
+
 @pytest.fixture(autouse=True)
 def _one_test_of_a_group_at_a_time(request, tmp_path_factory):
     """Hold an inter-worker lock per xdist group for the whole test (its function fixtures included).
@@ -111,7 +122,7 @@ def _one_test_of_a_group_at_a_time(request, tmp_path_factory):
         yield
 
 
-@pytest.fixture()
+@pytest.fixture(scope="session")
 def group_lock(tmp_path_factory):
     """``with group_lock("shared_kube"):`` - hold another group's inter-worker lock for a part of a test.
 
@@ -223,15 +234,19 @@ def rehearsal(request, shared_rehearsal):
     return dict(shared_rehearsal, **request.getfixturevalue("private_moto"))
 
 
-@pytest.fixture()
-def aws(rehearsal):
-    """A clean AWS account: moto is reset before each test."""
-    endpoint = rehearsal["AWS_ENDPOINT_URL"]
-    request = urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST")
+def reset_moto(env):
+    """Empty the AWS account of ``env``'s moto server (its AWS_ENDPOINT_URL)."""
+    request = urllib.request.Request(f"{env['AWS_ENDPOINT_URL']}/moto-api/reset", method="POST")
     # A reset of a moto that holds a whole deployment, on two cores that three test workers share, can take
     # longer than a few seconds: a slow reset must not turn into a test error.
     with urllib.request.urlopen(request, timeout=120) as answer:
         assert answer.status == 200
+
+
+@pytest.fixture()
+def aws(rehearsal):
+    """A clean AWS account: moto is reset before each test."""
+    reset_moto(rehearsal)
     return AwsAccount(rehearsal)
 
 
@@ -357,22 +372,42 @@ def playbook_env(rehearsal):
     return dict(rehearsal, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
 
 
-@pytest.fixture()
-def run_playbook(rehearsal, tmp_path):
-    """Run a playbook of this checkout on an inventory, with extra vars."""
+def playbook_runner(env, tmp_dir, default_timeout=300):
+    """``run(playbook, inventory=..., extra_vars=None, args=(), timeout=default_timeout)``: ansible-playbook of this
+    checkout with the environment ``env`` (read at each run: a recorder set up later still applies); ``run.env`` is
+    that environment."""
 
-    def run(playbook, inventory="inventories/local", extra_vars=None, args=(), timeout=300):
+    def run(playbook, inventory="inventories/local", extra_vars=None, args=(), timeout=None):
+        timeout = timeout or default_timeout
         cmd = [str(VENV_BIN / "ansible-playbook"), playbook, "-i", inventory]
         if extra_vars is not None:
-            vars_file = tmp_path / "extra_vars.json"
+            vars_file = pathlib.Path(tmp_dir) / "extra_vars.json"
             vars_file.write_text(json.dumps(extra_vars))
             cmd += ["-e", f"@{vars_file}"]
         cmd += list(args)
-        completed = subprocess.run(cmd, cwd=ROOT, env=playbook_env(rehearsal), capture_output=True, text=True, timeout=timeout, check=False)
+        completed = subprocess.run(cmd, cwd=ROOT, env=playbook_env(env), capture_output=True, text=True, timeout=timeout, check=False)
         return PlaybookResult(completed)
 
-    run.env = playbook_env(rehearsal)
+    run.env = playbook_env(env)
     return run
+
+
+@pytest.fixture()
+def run_playbook(rehearsal, tmp_path):
+    """Run a playbook of this checkout on an inventory, with extra vars (playbook_runner)."""
+    return playbook_runner(rehearsal, tmp_path)
+
+
+@pytest.fixture(scope="module")
+def module_stack(shared_rehearsal, tmp_path_factory):
+    """For a module whose tests read one build on the shared stack (group shared_stack): the shared moto reset once,
+    then ``.env`` (its environment, a copy), ``.aws`` (AwsAccount), ``.run`` (playbook_runner) and ``.tmp``."""
+    env = dict(shared_rehearsal)
+    tmp = tmp_path_factory.mktemp("module-stack")
+    reset_moto(env)
+    # A stage's run on a whole deployment, on two cores that every other worker shares, can take minutes (a CI run's
+    # teardown outlasted 300 s): 15 minutes per run unless the test says otherwise.
+    return types.SimpleNamespace(env=env, aws=AwsAccount(env), run=playbook_runner(env, tmp, default_timeout=900), tmp=tmp)
 
 
 @pytest.fixture()

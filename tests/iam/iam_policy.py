@@ -5,7 +5,7 @@
 
 Two sources of calls, two tests:
 
-- recorded: tests/integration/test_infrastructure.py runs the playbooks with
+- recorded: tests/integration/test_site_end_to_end.py (and test_infrastructure.py) run the playbooks with
   ``record_calls`` (the botocore plugin trainium_iam_recorder.py and the
   callback callback/trainium_iam_stage.py) and ``problems_of_record`` says whether
   the policy of each stage allows every request of that stage - action,
@@ -49,6 +49,7 @@ import functools
 import json
 import pathlib
 import re
+import warnings
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 HERE = pathlib.Path(__file__).resolve().parent
@@ -119,7 +120,7 @@ _IMAGE_IN_INFRASTRUCTURE = ("site.yml builds the image in a background job of th
                             "push); playbooks/training.yml alone builds it in the training stage")
 _TRAINING_ALONE = "playbooks/training.yml alone: the training image role reads the repository the infrastructure stage made"
 _ACCESS_ENTRIES = "eks_cluster's access entries (issue 9): recorded once the module manages them on the rehearsal"
-# Policy actions that the recorded runs of test_infrastructure.py do not request, and why they stay.
+# Policy actions that the recorded runs of test_site_end_to_end.py do not request, and why they stay.
 NOT_RECORDED = {
     "preflight": {
         "ec2:DescribeCapacityReservations": "node pools with a capacity reservation or block (not in the local inventory)",
@@ -388,6 +389,18 @@ def record_calls(env, path):
         ANSIBLE_CALLBACKS_ENABLED="trainium_iam_stage",
     )
     return pathlib.Path(path)
+
+
+def assert_record_allowed(path, account, local_vars, cluster, unused=False):
+    """Fail unless docs/iam/ allows every request recorded at ``path`` (``problems_of_record``); the report's lines
+    become warnings. ``account`` is the rehearsal account (tests/conftest.py AwsAccount), ``local_vars`` the local
+    inventory's deployment variables."""
+    values = {"ACCOUNT_ID": account.client("sts").get_caller_identity()["Account"], "REGION": local_vars["trainium_region"],
+              "CLUSTER_NAME": cluster, "REPOSITORY_NAME": local_vars["trainium_image"]["repository"]}
+    problems, report = problems_of_record(path, values, unused=unused)
+    for line in report:
+        warnings.warn(line)
+    assert not problems, "the IAM policies in docs/iam/ and the recorded AWS requests disagree:\n" + "\n".join(problems)
 
 
 def action_of(call):

@@ -9,7 +9,7 @@ through the shared kube-apiserver and the polling delays are set), and every
 assertion is made on what moto lists afterwards, not on what the roles say.
 The defaults of a whole deployment (logs, secrets encryption, IMDS, FSx
 backups) and of its teardown are read back from the end-to-end test's own
-deployment (tests/integration/test_infrastructure.py, assert_secure_defaults
+deployment (tests/integration/test_site_end_to_end.py, assert_secure_defaults
 and assert_secure_teardown): one build serves both.
 """
 

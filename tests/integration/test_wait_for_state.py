@@ -6,7 +6,7 @@ subnet that is deleted a few seconds later (gone) and a VPC that AWS refuses to 
 
 The rehearsal's FSx keeps a new file system CREATING for
 TRAINIUM_REHEARSAL_FSX_CREATE_SECONDS (3 s), as AWS does for minutes.
-The roles' waits themselves run in the Molecule scenarios and in test_infrastructure.py.
+The roles' waits themselves run in the Molecule scenarios and in test_site_end_to_end.py.
 """
 
 from __future__ import annotations

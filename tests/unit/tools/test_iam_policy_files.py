@@ -4,7 +4,7 @@
 """The operator's IAM policies (docs/iam/*.json, docs/iam-policy.md) as files, and against the code.
 
 The recorded calls of real runs are checked by
-tests/integration/test_infrastructure.py; here: the files are policies IAM
+tests/integration/test_site_end_to_end.py; here: the files are policies IAM
 takes, and every boto3 operation of the modules the playbooks and roles run -
 the paths the rehearsal does not take too - is allowed by one of them.
 """
