@@ -123,8 +123,5 @@ def test_runner_runs_site_for_real_with_a_survey_answer_then_tears_down(aws, aws
     # The shared cluster (the end-to-end test's, maybe running now) refused this moto's token: nothing removed there.
     assert "Remove TensorBoard" not in stdout and "Ask the cluster whether it still answers" in stdout, stdout[-4000:]
     assert aws.resources() == baseline
-    values = {"ACCOUNT_ID": aws.client("sts").get_caller_identity()["Account"], "REGION": local_vars["trainium_region"],
-              "CLUSTER_NAME": CLUSTER, "REPOSITORY_NAME": local_vars["trainium_image"]["repository"]}
-    problems, dummy = iam_policy.problems_of_record(aws_calls, values, unused=False)
     assert aws_calls.exists(), "the runner's runs recorded no AWS request"
-    assert not problems, "the IAM policies in docs/iam/ and the recorded AWS requests disagree:\n" + "\n".join(problems)
+    iam_policy.assert_record_allowed(aws_calls, aws, local_vars, CLUSTER)

@@ -588,6 +588,7 @@ class Deployment:  # pylint: disable=too-many-instance-attributes
     torn_down: bool = False
     group_lock: object = None  # tests/conftest.py group_lock
     holding: contextlib.ExitStack = dataclasses.field(default_factory=contextlib.ExitStack)
+    holding_kube: bool = False  # whether ``holding`` holds group shared_kube's lock
 
     def hold_kube(self):
         """Hold group shared_kube's lock from now until release_kube() or the module's end (once: a second flock
@@ -603,8 +604,6 @@ class Deployment:  # pylint: disable=too-many-instance-attributes
     def kube_lock(self):
         """Group shared_kube's lock for a block, unless already held."""
         return contextlib.nullcontext() if self.holding_kube else self.group_lock("shared_kube")
-
-    holding_kube: bool = False
 
 
 @pytest.fixture(scope="module")
@@ -630,10 +629,10 @@ def deployment(module_stack, local_vars, group_lock, kube, wait_until):
             built.first = run(SITE, args=run_args(kubeconfig) + ["-e", f"trainium_timeline_dir={tmp}/runs"], timeout=1800)
         assert built.first.rc == 0, built.first
         # What the teardown check needs of the build, read here: it holds even when the secure-defaults test failed.
-        clusters = aws.client("eks").describe_cluster(name=CLUSTER)["cluster"].get("encryptionConfig") or [{}]
+        encryption = aws.client("eks").describe_cluster(name=CLUSTER)["cluster"].get("encryptionConfig") or [{}]
         file_systems = aws.client("fsx").describe_file_systems()["FileSystems"]
         built.secured = (file_systems[0]["FileSystemId"] if len(file_systems) == 1 else None,
-                         clusters[0].get("provider", {}).get("keyArn", "").rsplit("/", 1)[-1] or None)
+                         encryption[0].get("provider", {}).get("keyArn", "").rsplit("/", 1)[-1] or None)
         yield built
     finally:
         # Nothing of the build is left for the tests after this module, whatever failed (the shared cluster's objects
