@@ -38,6 +38,8 @@ from ansible_collections.amazon.aws.plugins.module_utils.errors import AWSErrorH
 from ansible_collections.amazon.aws.plugins.module_utils.exceptions import AnsibleAWSError
 from ansible_collections.amazon.aws.plugins.module_utils.retries import AWSRetry
 
+from ansible_collections.trainium.eks.plugins.module_utils import trainium_limits as limits
+
 # ---------------------------------------------------------------- constants
 
 # Taint effects: EKS (CreateNodegroup, DescribeNodegroup) spells them in upper
@@ -50,13 +52,11 @@ EKS_TO_KUBERNETES_TAINT_EFFECT = {eks: kubernetes for kubernetes, eks in KUBERNE
 # What eks_nodegroup accepts: either spelling.
 TAINT_EFFECT_CHOICES = EKS_TAINT_EFFECTS + tuple(KUBERNETES_TO_EKS_TAINT_EFFECT)
 
-# Capacity types of an EKS managed node group.
-CAPACITY_TYPES = ("ON_DEMAND", "SPOT", "CAPACITY_BLOCK")
-
-# FSx for Lustre deployment types with SSD storage, and the throughputs per
-# unit of storage (MB/s/TiB) each allows (none for scratch).
-FSX_DEPLOYMENT_TYPES = ("SCRATCH_2", "PERSISTENT_1", "PERSISTENT_2")
-FSX_THROUGHPUTS = {"SCRATCH_2": (), "PERSISTENT_1": (50, 100, 200), "PERSISTENT_2": (125, 250, 500, 1000)}
+# Capacity types of an EKS managed node group, FSx for Lustre deployment
+# types and throughputs: spelled in trainium_limits, shared by every layer.
+CAPACITY_TYPES = limits.CAPACITY_TYPES
+FSX_DEPLOYMENT_TYPES = limits.FSX_DEPLOYMENT_TYPES
+FSX_THROUGHPUTS = limits.FSX_THROUGHPUTS
 
 # Tag keys AWS reserves; they are never removed.
 AWS_RESERVED_TAG_PREFIX = "aws:"

@@ -16,6 +16,14 @@ from __future__ import annotations
 import re
 
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_facts import USABLE_RESERVATION_STATES
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_limits import (  # noqa: F401 (INSTANCE_TYPE_RE: this module's API)
+    CAPACITY_TYPES,
+    FSX_CAPACITY_RULE,
+    FSX_DEPLOYMENT_TYPES,
+    FSX_THROUGHPUTS,
+    INSTANCE_TYPE_RE,
+    fsx_capacity_ok,
+)
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_problems import Problems, is_int as _is_int
 
 # The deployment variables: the one list every entry point (validation pass,
@@ -47,15 +55,11 @@ POOL_LABEL = "trainium.eks/pool"
 SYSTEM_POOL = "system"
 SYSTEM_POOL_DEFAULTS = {"enabled": True, "instance_type": "m7i.large", "count": 2, "root_volume_size_gib": 50}
 SYSTEM_POOL_MAX_NODES = 10
-INSTANCE_TYPE_RE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9]+$")
 # Graviton (arm64) families: a generation digit followed by "g" (m7g, c6gn, r8gd, t4g, im4gn), and a1.
 GRAVITON_TYPE_RE = re.compile(r"^([a-z]+[0-9]+g[a-z]*|a1)\.")
 TRAINIUM_INSTANCE_TYPES = ("trn1.2xlarge", "trn1.32xlarge", "trn1n.32xlarge", "trn2.48xlarge")
 KUBERNETES_VERSIONS = ("1.31", "1.32", "1.33", "1.34", "1.35")
-CAPACITY_TYPES = ("ON_DEMAND", "SPOT", "CAPACITY_BLOCK")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
-FSX_DEPLOYMENT_TYPES = ("SCRATCH_2", "PERSISTENT_1", "PERSISTENT_2")
-FSX_THROUGHPUT = {"PERSISTENT_1": (50, 100, 200), "PERSISTENT_2": (125, 250, 500, 1000), "SCRATCH_2": ()}
 PRECISIONS = ("bf16", "fp32")
 RDZV_BACKENDS = ("etcd", "etcd-v2", "c10d")
 MODEL_CONFIGS = ("tiny", "base", "large")
@@ -63,7 +67,6 @@ JOB_WAIT_FOR = ("completed", "running")
 SEQUENCE_LENGTHS = (128, 512)
 MAX_POOLS = 10
 MAX_NODES_PER_POOL = 100
-MAX_FSX_GIB = 2400 * 1000
 # AWS allows 50 tags per resource; the collection sets three of its own.
 MAX_USER_TAGS = 40
 RESERVED_TAG_KEYS = (CLUSTER_TAG, "ManagedBy", "Name")
@@ -174,11 +177,11 @@ def _validate_storage(errors, storage):
     dtype = storage.get("deployment_type")
     type_ok = errors.check_choice("trainium_storage.deployment_type", dtype, FSX_DEPLOYMENT_TYPES)
     capacity = storage.get("storage_capacity_gib")
-    if not _is_int(capacity) or capacity < 1200 or capacity > MAX_FSX_GIB or (capacity != 1200 and capacity % 2400):
-        errors.add("trainium_storage.storage_capacity_gib", capacity, f"1200, or a multiple of 2400 up to {MAX_FSX_GIB}")
+    if not fsx_capacity_ok(capacity):
+        errors.add("trainium_storage.storage_capacity_gib", capacity, FSX_CAPACITY_RULE)
     throughput = storage.get("per_unit_storage_throughput")
     if type_ok:
-        allowed = FSX_THROUGHPUT[dtype]
+        allowed = FSX_THROUGHPUTS[dtype]
         if allowed and (not _is_int(throughput) or throughput not in allowed):
             errors.add("trainium_storage.per_unit_storage_throughput", throughput, f"one of {', '.join(map(str, allowed))} (MB/s/TiB) for {dtype}")
         if not allowed and throughput is not None:

@@ -45,6 +45,7 @@ from ansible_collections.amazon.aws.plugins.module_utils.retries import AWSRetry
 from ansible_collections.amazon.aws.plugins.module_utils.tagging import boto3_tag_list_to_ansible_dict
 
 from ansible_collections.trainium.eks.plugins.module_utils import trainium_common as common
+from ansible_collections.trainium.eks.plugins.module_utils import trainium_limits as limits
 
 # The one definition lives in trainium_common; these names stay for callers of this file.
 DEPLOYMENT_TYPES = common.FSX_DEPLOYMENT_TYPES
@@ -53,8 +54,7 @@ PERSISTENT_TYPES = ("PERSISTENT_1", "PERSISTENT_2")
 LUSTRE_VERSIONS = {"SCRATCH_2": ("2.10", "2.12", "2.15"), "PERSISTENT_1": ("2.10", "2.12", "2.15"), "PERSISTENT_2": ("2.12", "2.15")}
 COMPRESSION_TYPES = ("NONE", "LZ4")
 AUTO_IMPORT_POLICIES = ("NONE", "NEW", "NEW_CHANGED", "NEW_CHANGED_DELETED")
-CAPACITY_STEP = 2400
-SMALLEST_CAPACITY = 1200
+CAPACITY_STEP = limits.FSX_CAPACITY_STEP
 
 # Lifecycle values of DescribeFileSystems.
 AVAILABLE = "AVAILABLE"
@@ -73,7 +73,7 @@ _SUBNET = re.compile(r"^subnet-[0-9a-f]{8,17}$")
 _SECURITY_GROUP = re.compile(r"^sg-[0-9a-f]{8,17}$")
 _NAME = re.compile(r"^[^\s].{0,254}$")
 
-CAPACITY_RULE = "1200, 2400 or a multiple of 2400 GiB (SSD storage of SCRATCH_2, PERSISTENT_1 and PERSISTENT_2)"
+CAPACITY_RULE = limits.FSX_CAPACITY_RULE
 
 
 class TrainiumFsxError(common.TrainiumAWSError):
@@ -123,7 +123,7 @@ def validation_errors(params):
     capacity = params.get("storage_capacity")
     if capacity is None:
         errors.append(f"storage_capacity: required with state=present; allowed: {CAPACITY_RULE}")
-    elif capacity < SMALLEST_CAPACITY or (capacity != SMALLEST_CAPACITY and capacity % CAPACITY_STEP):
+    elif not limits.fsx_capacity_ok(capacity):
         errors.append(f"storage_capacity: got {capacity}; allowed for {deployment_type}: {CAPACITY_RULE}")
 
     throughput = params.get("per_unit_storage_throughput")

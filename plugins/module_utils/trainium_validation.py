@@ -29,11 +29,13 @@ import re
 from ansible.module_utils.parsing.convert_bool import BOOLEANS, boolean
 
 from ansible_collections.trainium.eks.plugins.module_utils import trainium_fsx as fsx
+from ansible_collections.trainium.eks.plugins.module_utils import trainium_limits as limits
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_eks import MAX_ADMIN_PRINCIPALS, PRINCIPAL_ARN_PATTERN
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_deployment import (
     DEPLOYMENT_VARIABLES,
     DNS_LABEL_RE,
     IMAGE_TAG_RE,
+    INSTANCE_TYPE_RE,
     PINNED_IMAGE_RE,
     deployment_errors,
 )
@@ -353,11 +355,6 @@ def trn_launch_template_problems(values):
     return problems
 
 
-def _fsx_capacity_ok(capacity):
-    """FSx for Lustre's capacity rule: 1200 GiB, or a multiple of the step above it."""
-    return is_int(capacity) and capacity >= fsx.SMALLEST_CAPACITY and (capacity == fsx.SMALLEST_CAPACITY or not capacity % fsx.CAPACITY_STEP)
-
-
 def _fsx_throughput_problems(problems, name, dtype, throughput):
     """The per-unit throughput a deployment type allows (none for scratch)."""
     allowed = fsx.THROUGHPUTS[dtype]
@@ -385,7 +382,7 @@ def fsx_lustre_problems(values):
     if dtype not in fsx.DEPLOYMENT_TYPES:
         return problems  # the argument spec's choices said so already
     capacity = values.get("fsx_lustre_storage_capacity_gib")
-    if not _fsx_capacity_ok(capacity):
+    if not limits.fsx_capacity_ok(capacity):
         problems.add("fsx_lustre_storage_capacity_gib", capacity, fsx.CAPACITY_RULE)
     _fsx_throughput_problems(problems, "fsx_lustre_per_unit_storage_throughput", dtype, values.get("fsx_lustre_per_unit_storage_throughput"))
     version = values.get("fsx_lustre_file_system_type_version")
@@ -419,7 +416,6 @@ def system_nodegroup_problems(values):
 
 # The platform roles (Kubernetes side).
 PINNED_IMAGE_RULE = "a pinned image reference, registry/name:tag or registry/name@sha256:<digest> (not the tag latest)"
-INSTANCE_TYPE_RE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9-]+$")
 AWS_ACCOUNT_RE = re.compile(r"^[0-9]{12}$")
 WAIT_TIMEOUT_RANGE = (1, 3600)
 
@@ -506,7 +502,6 @@ VOLCANO_MANIFEST_SHA256 = {
 VOLCANO_VERSION_RE = re.compile(r"^v[0-9]+\.[0-9]+\.[0-9]+$")
 VOLCANO_URL_RE = re.compile(r"^(https://[^\s/]+/|file:///)\S+$")
 SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
-QUEUE_NAME_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 # Volcano makes and keeps these queues itself (its webhook refuses to delete `default`).
 VOLCANO_OWN_QUEUES = ("default", "root")
 QUEUE_WEIGHT_RANGE = (1, 65535)
@@ -542,7 +537,7 @@ def volcano_problems(values):
             continue  # the argument spec said so
         base = f"volcano_queues[{index}]"
         name = queue.get("name")
-        if problems.check_re(f"{base}.name", name, QUEUE_NAME_RE, "a queue name (DNS label: 1-63 lowercase letters, digits and '-')"):
+        if problems.check_re(f"{base}.name", name, DNS_LABEL_RE, "a queue name (DNS label: 1-63 lowercase letters, digits and '-')"):
             if name in VOLCANO_OWN_QUEUES:
                 problems.add(f"{base}.name", name, "a queue other than default and root, which Volcano makes and keeps itself "
                                                    "(a job may use them without this role)")
@@ -633,7 +628,7 @@ def fsx_csi_problems(values):
         if file_system.get(key) is not None:
             problems.check_re(f"fsx_csi_file_system.{key}", file_system[key], regex, allowed)
     capacity = file_system.get("storage_capacity_gib")
-    if capacity is not None and not (is_int(capacity) and capacity >= fsx.SMALLEST_CAPACITY):
+    if capacity is not None and not (is_int(capacity) and capacity >= limits.FSX_SMALLEST_CAPACITY):
         problems.add("fsx_csi_file_system.storage_capacity_gib", capacity, f"the capacity of the file system in GiB ({fsx.CAPACITY_RULE})")
     return problems
 
@@ -644,7 +639,7 @@ def _fsx_csi_dynamic_problems(problems, values):
     if dtype in fsx.DEPLOYMENT_TYPES:
         _fsx_throughput_problems(problems, "fsx_csi_per_unit_storage_throughput", dtype, values.get("fsx_csi_per_unit_storage_throughput"))
     capacity = values.get("fsx_csi_dynamic_capacity_gib")
-    if capacity is not None and not _fsx_capacity_ok(capacity):
+    if capacity is not None and not limits.fsx_capacity_ok(capacity):
         problems.add("fsx_csi_dynamic_capacity_gib", capacity, fsx.CAPACITY_RULE)
     path = values.get("fsx_csi_data_repository_path")
     if path:

@@ -112,7 +112,7 @@ STATIC_CASES = [
     ("pool-root-volume-small", "trainium_node_pools.0.root_volume_size_gib", 20,
      ["trainium_node_pools[0].root_volume_size_gib: got 20 (int)", "an integer from 100 to 16384"]),
     ("pool-label-value", "trainium_node_pools.0.labels", {"team": "ml platform"}, ["trainium_node_pools[0].labels[team]: got 'ml platform'", "label value"]),
-    ("fsx-capacity", "trainium_storage.storage_capacity_gib", 1300, ["trainium_storage.storage_capacity_gib: got 1300 (int)", "1200, or a multiple of 2400"]),
+    ("fsx-capacity", "trainium_storage.storage_capacity_gib", 1300, ["trainium_storage.storage_capacity_gib: got 1300 (int)", "1200, 2400 or a multiple of 2400"]),
     ("fsx-throughput", "trainium_storage.per_unit_storage_throughput", 125,
      ["trainium_storage.per_unit_storage_throughput: got 125 (int)", "one of 50, 100, 200 (MB/s/TiB) for PERSISTENT_1"]),
     ("fsx-type", "trainium_storage.deployment_type", "SCRATCH_1", ["deployment_type", "SCRATCH_1", "SCRATCH_2, PERSISTENT_1, PERSISTENT_2"]),

@@ -97,10 +97,10 @@ def test_capacity_allowed(capacity):
     assert fsx.validation_errors(params(storage_capacity=capacity)) == []
 
 
-@pytest.mark.parametrize("capacity", [0, 1000, 1800, 3600, 6000, 1201])
+@pytest.mark.parametrize("capacity", [0, 1000, 1800, 3600, 6000, 1201, 2400 * 1001])
 def test_capacity_refused_names_value_and_rule(capacity):
     assert fsx.validation_errors(params(storage_capacity=capacity)) == [
-        f"storage_capacity: got {capacity}; allowed for PERSISTENT_1: 1200, 2400 or a multiple of 2400 GiB "
+        f"storage_capacity: got {capacity}; allowed for PERSISTENT_1: 1200, 2400 or a multiple of 2400 GiB up to 2400000 "
         "(SSD storage of SCRATCH_2, PERSISTENT_1 and PERSISTENT_2)"
     ]
 
