@@ -255,8 +255,8 @@ class ActionModule(ActionBase):
         checked = []
         record = {}
         for role in roles:
-            if not os.path.isdir(self._role_file(role)):
-                checked.append((role, {}, {}))
+            if not os.path.isfile(self._role_file(role, "meta", "argument_specs.yml")):
+                checked.append((role, None, {}))
                 continue
             options = self._spec_options(role)
             defaults = self._defaults(role)

@@ -10,9 +10,10 @@ allowed: <what>`` lines (:mod:`trainium_problems`):
 - the role's argument spec (``meta/argument_specs.yml``, entry point
   ``main``): type, choices, list elements, suboptions, required;
 - the role's cross-field rules and ranges, which argument specs cannot say:
-  a function per role in :data:`ROLE_RULES`. A new role plugs in by adding
-  its function there; the action plugin ``trainium.eks.validate_variables``
-  runs both for the roles it is given.
+  a function per role in :data:`ROLE_RULES`, for the roles that have such
+  rules (a role without any is checked against its spec alone); the action
+  plugin ``trainium.eks.validate_variables`` runs both for the roles it is
+  given (the stage plan's, meta/stages.yml).
 
 The deployment variables (``trainium_*``, :data:`DEPLOYMENT_VARIABLES`) are
 shared by all roles; they are checked once, by
@@ -799,14 +800,12 @@ def _no_rules(values):
     return []
 
 
-# The roles whose variables the validation pass checks, with their rules.
-# A role of a later stage adds itself here.
+# The cross-field rules of the roles that have them; every role of the stage
+# plan is checked against its argument spec, with these rules where it has some.
 ROLE_RULES = {
-    "preflight": _no_rules,
     "network": network_problems,
     "eks_cluster": eks_cluster_problems,
     "trn_launch_template": trn_launch_template_problems,
-    "trn_nodegroup": _no_rules,
     "system_nodegroup": system_nodegroup_problems,
     "ecr": ecr_problems,
     "fsx_lustre": fsx_lustre_problems,
@@ -864,12 +863,14 @@ def role_problems(role, specs, values):
 def validation_problems(deployment, roles):
     """Every problem of a run: the deployment variables once, then each role's.
 
-    ``roles`` is a list of ``(role, spec_options, values)``.
+    ``roles`` is a list of ``(role, spec_options, values)``; ``spec_options``
+    is None for a name that is not a role of the collection. A role without
+    cross-field rules (not in ``ROLE_RULES``) is checked against its spec.
     """
     lines = list(deployment_errors(deployment))
     for role, specs, values in roles:
-        if role not in ROLE_RULES:
-            lines.append(f"validate_variables roles: got {describe(role)}; allowed: one of {', '.join(ROLE_RULES)}")
+        if specs is None:
+            lines.append(f"validate_variables roles: got {describe(role)}; allowed: a role of trainium.eks (roles/<name>/meta/argument_specs.yml)")
             continue
         lines.extend(role_problems(role, specs, values))
     return unique(lines)

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from ansible_collections.trainium.eks.plugins.module_utils import trainium_validation as tv
+from ansible_collections.trainium.eks.plugins.plugin_utils import trainium_stages
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_deployment import DEPLOYMENT_VARIABLES, deployment_model
 
 ROOT = pathlib.Path(__file__).resolve().parents[4]
@@ -51,14 +52,17 @@ NETWORK_GOOD = {
 }
 
 
-@pytest.mark.parametrize("role", sorted(tv.ROLE_RULES))
+@pytest.mark.parametrize("role", trainium_stages.roles(trainium_stages.load()))
 def test_literal_defaults_of_every_role_are_valid(role):
     assert problems(role, eks_cluster_public_access_cidrs=["127.0.0.1/32"]) == []
 
 
-def test_every_role_with_an_argument_spec_has_rules_registered():
-    roles = {p.parent.parent.name for p in ROOT.glob("roles/*/meta/argument_specs.yml")}
-    assert roles == set(tv.ROLE_RULES)
+def test_rules_are_registered_only_for_roles_the_stage_plan_runs():
+    # Every role of the plan is checked (its spec, and its rules where it has some); rules of a role that no
+    # stage runs would never apply. That every role on disk is in the plan: tests/unit/tools/test_stage_plan.py.
+    planned = set(trainium_stages.roles(trainium_stages.load()))
+    assert set(tv.ROLE_RULES) <= planned
+    assert planned - set(tv.ROLE_RULES) == {"preflight", "trn_nodegroup"}
 
 
 @pytest.mark.parametrize("role, change, line", [
@@ -161,7 +165,7 @@ def test_unknown_suboption_and_missing_required_are_named():
 
 def test_validation_problems_reports_shared_variables_once_and_unknown_roles():
     bad = dict(LOCAL, trainium_cluster_name="-bad-")
-    roles = [(role, spec(role), dict(defaults(role), **bad)) for role in ("network", "ecr")] + [("no_such_role", {}, {})]
+    roles = [(role, spec(role), dict(defaults(role), **bad)) for role in ("network", "ecr")] + [("no_such_role", None, {})]
     lines = tv.validation_problems(bad, roles)
     assert sum(line.startswith("trainium_cluster_name:") for line in lines) == 1
     assert any(line.startswith("validate_variables roles: got 'no_such_role' (str)") for line in lines)
