@@ -24,6 +24,8 @@ import re
 import shlex
 import time
 
+from ansible_collections.trainium.eks.plugins.module_utils import trainium_kube as kube
+
 GROUP, VERSION, PLURAL = "batch.volcano.sh", "v1alpha1", "jobs"
 PG_GROUP, PG_VERSION, PG_PLURAL = "scheduling.volcano.sh", "v1beta1", "podgroups"
 NEURON = "aws.amazon.com/neuron"
@@ -537,18 +539,7 @@ def summarize(job, pods, podgroups, events, nodes=None):
 # ----------------------------------------------------------------------------------------------- Kubernetes
 
 
-def _reason(error):
-    """A short reason of a kubernetes client error: the API's message when it gives one."""
-    body = getattr(error, "body", None)
-    if body:
-        try:
-            message = json.loads(body).get("message")
-            if message:
-                return f"{getattr(error, 'status', '')} {message}".strip()
-        except (ValueError, AttributeError):
-            pass
-    status = getattr(error, "status", None)
-    return f"{status} {getattr(error, 'reason', '')}".strip() if status else str(error)
+_reason = kube.reason
 
 
 class KubeJobApi:
@@ -561,16 +552,8 @@ class KubeJobApi:
         self.custom = CustomObjectsApi(api_client)
 
     @staticmethod
-    def _json(answer):
-        return json.loads(answer.data) if hasattr(answer, "data") else answer
-
-    def _call(self, what, call, *args, missing_ok=False, **kwargs):
-        try:
-            return self._json(call(*args, _preload_content=False, **kwargs))
-        except Exception as e:  # ApiException, urllib3 and socket errors alike
-            if missing_ok and getattr(e, "status", None) == 404:
-                return None
-            raise JobError(f"{what} failed: {_reason(e)}") from e
+    def _call(what, call, *args, missing_ok=False, **kwargs):
+        return kube.call_json(what, call, *args, missing_ok=missing_ok, error=JobError, **kwargs)
 
     def get_job(self, namespace, name):
         return self._call(f"get Volcano Job {namespace}/{name}", self.custom.get_namespaced_custom_object, GROUP, VERSION, namespace,

@@ -14,9 +14,9 @@ thousand nodes.
 
 from __future__ import annotations
 
-import json
 import re
 
+from ansible_collections.trainium.eks.plugins.module_utils import trainium_kube as kube
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_deployment import POOL_LABEL
 
 NEURON = "aws.amazon.com/neuron"
@@ -183,18 +183,11 @@ class KubeReader:
         self.calls = {"list_nodes": 0, "list_pods": 0, "patch_node": 0}
 
     def _pages(self, what, call, **kwargs):
-        items, token = [], None
-        while True:
+        items = []
+        for page in kube.list_pages(what.replace("_", " "), call, self.page_size, error=NodeCheckError, **kwargs):
             self.calls[what] += 1
-            try:
-                answer = call(limit=self.page_size, _continue=token, _preload_content=False, **kwargs)
-                data = json.loads(answer.data)
-            except Exception as e:  # the kubernetes client raises ApiException, urllib3 and socket errors alike
-                raise NodeCheckError(f"{what.replace('_', ' ')} failed: {getattr(e, 'reason', None) or e}") from e
-            items.extend(data.get("items") or [])
-            token = (data.get("metadata") or {}).get("continue")
-            if not token:
-                return items
+            items.extend(page)
+        return items
 
     def nodes(self, label_selector):
         return self._pages("list_nodes", self.core.list_node, label_selector=label_selector)
@@ -205,10 +198,7 @@ class KubeReader:
 
     def patch_node(self, name, patch):
         self.calls["patch_node"] += 1
-        try:
-            self.core.patch_node(name, patch, _preload_content=False)
-        except Exception as e:
-            raise NodeCheckError(f"patch node {name} failed: {getattr(e, 'reason', None) or e}") from e
+        kube.call_json(f"patch node {name}", self.core.patch_node, name, patch, error=NodeCheckError)
 
 
 def check(reader, pools, instance_types, namespace="kube-system", remediate=False, require_device_plugins=True, check_mode=False,

@@ -368,18 +368,10 @@ status:
       type: bool
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
+from ansible_collections.trainium.eks.plugins.module_utils import trainium_kube as kube
 from ansible_collections.trainium.eks.plugins.module_utils import trainium_neuron_job as neuron_job
-
-try:
-    from kubernetes import config as kube_config
-    from kubernetes.config.config_exception import ConfigException
-except ImportError:
-    kube_config = None
-    ConfigException = Exception
 
 ARGUMENT_SPEC = dict(
     state=dict(type="str", choices=["present", "absent", "status"], default="present"),
@@ -424,14 +416,9 @@ ARGUMENT_SPEC = dict(
 )
 
 
-def api_client(params):
-    path = params["kubeconfig"] or os.environ.get("K8S_AUTH_KUBECONFIG") or os.environ.get("KUBECONFIG") or None
-    return kube_config.new_client_from_config(config_file=path, context=params["context"])
-
-
 def make_api(params):
     """The Kubernetes calls (replaced by a stub in the unit tests)."""
-    return neuron_job.KubeJobApi(api_client(params))
+    return neuron_job.KubeJobApi(kube.api_client(params["kubeconfig"], params["context"]))
 
 
 def main():
@@ -442,7 +429,7 @@ def main():
     )
     params = module.params
     problems = neuron_job.problems(params)
-    if kube_config is None:
+    if not kube.HAS_KUBERNETES:
         module.fail_json(msg=missing_required_lib("kubernetes"))
     if problems:
         module.fail_json(msg="\n".join(problems))
@@ -456,7 +443,7 @@ def main():
             result = {"changed": False, "job": {"name": neuron_job.job_name(params), "namespace": params["namespace"]},
                       "status": neuron_job.status(api, params, module.check_mode)}
             result["changed"] = bool(result["status"].get("cache_record_written"))
-    except (ConfigException, neuron_job.JobError, OSError) as e:
+    except kube.CONNECTION_ERRORS + (neuron_job.JobError,) as e:
         module.fail_json(msg=f"kubeconfig/cluster: {e}")
     else:
         module.exit_json(**result)

@@ -191,23 +191,10 @@ api_calls:
   sample: {list_nodes: 1, list_pods: 1, patch_node: 0}
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
+from ansible_collections.trainium.eks.plugins.module_utils import trainium_kube as kube
 from ansible_collections.trainium.eks.plugins.module_utils import trainium_node_check as node_check
-
-try:
-    from kubernetes import config as kube_config
-    from kubernetes.config.config_exception import ConfigException
-except ImportError:
-    kube_config = None
-    ConfigException = Exception
-
-
-def api_client(params):
-    path = params["kubeconfig"] or os.environ.get("K8S_AUTH_KUBECONFIG") or os.environ.get("KUBECONFIG") or None
-    return kube_config.new_client_from_config(config_file=path, context=params["context"])
 
 
 def pool_problems(pools):
@@ -240,19 +227,19 @@ def main():
     problems = pool_problems(params["pools"])
     if params["page_size"] < 1:
         problems.append(f"page_size: got {params['page_size']}; allowed: 1 or more")
-    if kube_config is None:
+    if not kube.HAS_KUBERNETES:
         module.fail_json(msg=missing_required_lib("kubernetes"))
     elif problems:
         module.fail_json(msg="\n".join(problems))
     else:
         try:
-            reader = node_check.KubeReader(api_client(params), page_size=params["page_size"])
+            reader = node_check.KubeReader(kube.api_client(params["kubeconfig"], params["context"]), page_size=params["page_size"])
             result = node_check.check(
                 reader, params["pools"], params["instance_types"], namespace=params["device_plugin_namespace"],
                 remediate=params["remediate"], require_device_plugins=params["require_device_plugins"], check_mode=module.check_mode,
                 exact_count=params["exact_count"],
             )
-        except (ConfigException, node_check.NodeCheckError, OSError) as e:
+        except kube.CONNECTION_ERRORS + (node_check.NodeCheckError,) as e:
             module.fail_json(msg=f"kubeconfig/cluster: {e}")
         else:
             if params["fail_on_unhealthy"] and not result["healthy"]:

@@ -21,7 +21,7 @@ ARGS = {key: PARAMS[key] for key in ("name", "namespace", "queue", "image", "scr
 def stub(monkeypatch):
     api = StubApi()
     monkeypatch.setattr(module, "make_api", lambda params: api)
-    monkeypatch.setattr(module, "kube_config", object())
+    monkeypatch.setattr(module.kube, "HAS_KUBERNETES", True)
     return api
 
 
