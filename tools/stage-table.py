@@ -1,6 +1,5 @@
-#!/usr/bin/env python3
 # Writes docs/stages.md from the stage plan (meta/stages.yml) to stdout:
-#   tools/stage-table.py > docs/stages.md
+#   .venv/bin/python tools/stage-table.py > docs/stages.md
 # The page's introduction is kept; the table after it is the plan's.
 """Print docs/stages.md with its table made from meta/stages.yml."""
 import sys

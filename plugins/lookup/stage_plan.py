@@ -15,7 +15,7 @@ description:
     in run order, the roles each runs with the tag that selects each, the teardown order and the AWX job templates.
   - The validation pass, the teardown and the AWX setup read the plan through this lookup, so that a role is added to
     the run in one place. The plan is checked when read (every role named must be a role of the collection).
-  - Use it with C(query) (or C(wantlist=true)): every section is a list.
+  - Every section is a list; use the lookup with C(query), or with C(wantlist=true).
 options:
   _terms:
     description:

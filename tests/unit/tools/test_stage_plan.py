@@ -80,7 +80,7 @@ def test_each_stage_play_imports_the_plan_steps_in_order_under_their_tags(plan, 
     entry = next(s for s in plan["stages"] if s["name"] == stage)
     play = yaml.safe_load((ROOT / entry["play"]).read_text())[0]
     imports = _imports(play["tasks"])
-    assert [(r, t) for r, t, _ in imports] == [(s["role"], s.get("tasks_from", "main")) for s in entry["steps"]]
+    assert [(r, t) for r, t, _tags in imports] == [(s["role"], s.get("tasks_from", "main")) for s in entry["steps"]]
     tags = {ts.role_tag(e): e for e in entry["roles"]}
     for (role, tasks_from, task_tags), step in zip(imports, entry["steps"]):
         wanted = step.get("tag") or next((t for t, e in tags.items() if e["role"] == role and e.get("tasks_from", "main") == tasks_from),
@@ -108,7 +108,7 @@ def test_the_validation_pass_the_teardown_and_awx_read_the_plan():
 
 def test_docs_stage_table_is_the_plan(plan):
     page = (ROOT / "docs" / "stages.md").read_text()
-    assert page.endswith(ts.markdown(plan)), "docs/stages.md differs from meta/stages.yml: tools/stage-table.py > docs/stages.md"
+    assert page.endswith(ts.markdown(plan)), "docs/stages.md differs from meta/stages.yml: .venv/bin/python tools/stage-table.py > docs/stages.md"
 
 
 def test_lookup_serves_every_section_and_refuses_others(tmp_path):
@@ -147,7 +147,8 @@ def test_a_role_added_by_its_directory_and_one_plan_entry_is_validated(tmp_path)
     (role / "tasks" / "main.yml").write_text(yaml.safe_dump([{"name": "Mark", "ansible.builtin.copy": {
         "dest": str(tmp_path / "marker-{{ scratch_marker_state }}"), "content": "{{ scratch_marker_size }}", "mode": "0600"}}]))
     plan_text = (copy / "meta" / "stages.yml").read_text()
-    plan_text = plan_text.replace("      - {role: fsx_csi, what:", "      - {role: scratch_marker, what: \"a throw-away role\"}\n      - {role: fsx_csi, what:", 1)
+    entry = "      - {role: scratch_marker, what: \"a throw-away role\"}\n"
+    plan_text = plan_text.replace("      - {role: fsx_csi, what:", entry + "      - {role: fsx_csi, what:", 1)
     plan_text = plan_text.replace("  aws:\n", "  aws:\n    - {role: scratch_marker, what: \"the throw-away role's marker\"}\n", 1)
     (copy / "meta" / "stages.yml").write_text(plan_text)
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(tmp_path), ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),

@@ -22,7 +22,7 @@ CAPACITIES = [1200, 2400, 4800, 2400 * 1000, 0, 1199, 1201, 1800, 3600, 2400 * 1
 @pytest.mark.parametrize("capacity", CAPACITIES, ids=repr)
 def test_every_layer_gives_the_same_verdict_on_fsx_capacity(capacity):
     expected = limits.fsx_capacity_ok(capacity)
-    assert expected == (capacity in (1200, 2400, 4800, 2400 * 1000) and type(capacity) is int)
+    assert expected == (capacity in (1200, 2400, 4800, 2400 * 1000) and isinstance(capacity, int) and not isinstance(capacity, bool))
     storage = {"deployment_type": "PERSISTENT_1", "storage_capacity_gib": capacity, "per_unit_storage_throughput": 200}
     model_lines = [line for line in td.deployment_errors({"trainium_storage": storage}) if "storage_capacity_gib" in line]
     assert (not model_lines) == expected, model_lines
@@ -31,9 +31,9 @@ def test_every_layer_gives_the_same_verdict_on_fsx_capacity(capacity):
     role_lines = [line for line in role if line.startswith("fsx_lustre_storage_capacity_gib:")]
     assert (not role_lines) == expected, role_lines
     if isinstance(capacity, int) and not isinstance(capacity, bool):
-        module_lines = [line for line in fsx.validation_errors({"name": "fs", "state": "present", "deployment_type": "PERSISTENT_1",
-                                                                 "storage_capacity": capacity, "per_unit_storage_throughput": 200})
-                        if line.startswith("storage_capacity:")]
+        params = {"name": "fs", "state": "present", "deployment_type": "PERSISTENT_1", "storage_capacity": capacity,
+                  "per_unit_storage_throughput": 200}
+        module_lines = [line for line in fsx.validation_errors(params) if line.startswith("storage_capacity:")]
         assert (not module_lines) == expected, module_lines
     for lines in (model_lines, role_lines):
         assert all(limits.FSX_CAPACITY_RULE in line for line in lines)
