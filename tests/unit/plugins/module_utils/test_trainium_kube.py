@@ -55,8 +55,11 @@ def test_missing_is_none_only_when_asked_and_errors_carry_the_api_message():
 
     with pytest.raises(Mine, match="list nodes failed: 403 nodes is forbidden"):
         kube.call_json("list nodes", forbidden, missing_ok=True, error=Mine)
+    def unreachable(**kwargs):
+        raise OSError("connection refused")
+
     with pytest.raises(kube.KubeError, match="list nodes failed: connection refused"):
-        kube.call_json("list nodes", lambda **kw: (_ for _ in ()).throw(OSError("connection refused")))
+        kube.call_json("list nodes", unreachable)
 
 
 def test_list_pages_follows_continue_tokens():
