@@ -21,14 +21,23 @@ options:
     description:
       - The section, one of V(stages) (the stage entries), V(roles) (the roles whose variables the validation pass
         checks, in run order), V(tags) (every stage and role tag), V(teardown_kubernetes) and V(teardown_aws) (what the
-        teardown removes, in order) and V(job_templates) (one AWX job template per stage and day-2 playbook).
+        teardown removes, in order), V(job_templates) (one AWX job template per stage and day-2 playbook), and for the
+        stage named in O(stage) V(stage_roles) (its role entries, in order, each with its tag) and V(stage_tags) (its
+        name, its roles' and its checks' tags).
     required: true
+  stage:
+    description: The stage of V(stage_roles) and V(stage_tags), such as V(platform).
+    type: str
 """
 
 EXAMPLES = r"""
 - name: The roles the validation pass checks
   ansible.builtin.debug:
     msg: "{{ query('trainium.eks.stage_plan', 'roles') }}"
+
+- name: Every tag of the platform stage
+  ansible.builtin.debug:
+    msg: "{{ query('trainium.eks.stage_plan', 'stage_tags', stage='platform') }}"
 
 - name: What the teardown removes on the AWS side, in order
   ansible.builtin.debug:
@@ -53,6 +62,6 @@ class LookupModule(LookupBase):
         if len(terms) != 1:
             raise AnsibleLookupError(f"section: got {list(terms)!r}; allowed: one of {', '.join(trainium_stages.SECTIONS)}")
         try:
-            return trainium_stages.section(trainium_stages.load(), terms[0])
+            return trainium_stages.section(trainium_stages.load(), terms[0], self.get_option("stage"))
         except (OSError, trainium_stages.StagePlanError) as e:
             raise AnsibleLookupError(str(e)) from e

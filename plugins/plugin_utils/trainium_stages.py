@@ -18,7 +18,9 @@ import os
 import yaml
 
 PLAN_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "meta", "stages.yml")
-SECTIONS = ("stages", "roles", "tags", "teardown_kubernetes", "teardown_aws", "job_templates")
+SECTIONS = ("stages", "roles", "tags", "teardown_kubernetes", "teardown_aws", "job_templates", "stage_roles", "stage_tags")
+# The sections that are about one stage (the lookup's option stage).
+STAGE_SECTIONS = ("stage_roles", "stage_tags")
 # The keys an entry may have (a flow mapping with an unquoted comma in its text gives a stray key).
 ENTRY_KEYS = {
     "roles": {"role", "tag", "what", "tasks_from", "removed_with"},
@@ -95,6 +97,25 @@ def tags(plan):
     return seen
 
 
+def stage(plan, name):
+    """The stage entry called ``name``."""
+    for entry in plan["stages"]:
+        if entry["name"] == name:
+            return entry
+    raise StagePlanError(f"stage: got {name!r}; allowed: one of {', '.join(s['name'] for s in plan['stages'])}")
+
+
+def stage_roles(plan, name):
+    """The role entries of one stage, in order, each with its tag filled in."""
+    return [dict(entry, tag=role_tag(entry)) for entry in stage(plan, name).get("roles", [])]
+
+
+def stage_tags(plan, name):
+    """The tags that select a stage or a part of it: its name, its roles' tags, its checks' tags."""
+    entry = stage(plan, name)
+    return list(dict.fromkeys([name] + [role_tag(e) for e in entry.get("roles", [])] + [c["tag"] for c in entry.get("checks", [])]))
+
+
 def teardown(plan, section):
     """The roles the teardown removes, in order: section kubernetes (first) or aws."""
     return list(plan.get("teardown", {}).get(section, []))
@@ -109,8 +130,12 @@ def job_templates(plan):
     return templates
 
 
-def section(plan, name):
-    """One section of the plan, as a list (what the lookup returns)."""
+def section(plan, name, stage_name=None):
+    """One section of the plan, as a list (what the lookup returns); ``stage_name`` for the sections of one stage."""
+    if name in STAGE_SECTIONS:
+        if not stage_name:
+            raise StagePlanError(f"stage: got nothing; allowed: the stage whose {name} to return (stage=platform)")
+        return stage_roles(plan, stage_name) if name == "stage_roles" else stage_tags(plan, stage_name)
     if name == "stages":
         return stages(plan)
     if name == "roles":

@@ -75,7 +75,7 @@ def test_every_role_that_makes_something_is_removed_by_the_teardown(plan):
     assert kube == list(dict.fromkeys(reversed(made)))
 
 
-@pytest.mark.parametrize("stage", ["infrastructure", "platform", "training"])
+@pytest.mark.parametrize("stage", ["infrastructure", "training"])
 def test_each_stage_play_imports_the_plan_steps_in_order_under_their_tags(plan, stage):
     entry = next(s for s in plan["stages"] if s["name"] == stage)
     play = yaml.safe_load((ROOT / entry["play"]).read_text())[0]
@@ -92,18 +92,66 @@ def test_each_stage_play_imports_the_plan_steps_in_order_under_their_tags(plan, 
     assert entry["play"].removeprefix("playbooks/") in (ROOT / entry["playbook"]).read_text()
 
 
-@pytest.mark.parametrize("playbook", ["playbooks/preflight.yml", "playbooks/summary.yml"])
-def test_preflight_and_summary_plays_carry_every_stage_tag(plan, playbook):
-    plays = yaml.safe_load((ROOT / playbook).read_text())
-    play = next(p for p in plays if "hosts" in p)
-    # status.yml runs preflight too; the summary has no status of its own.
-    assert set(play["tags"]) - {"status"} == set(ts.tags(plan))
+def _listed(playbook, *args, cwd=ROOT, collections=ROOT / ".collections"):
+    """ansible-playbook --list-tasks: {play name: [(task name, tags)]}, with the tags as Ansible resolved them."""
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(collections), ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"))
+    run = subprocess.run([str(BIN / "ansible-playbook"), str(playbook), "-i", str(ROOT / "inventories" / "local"), "--list-tasks", *args],
+                         capture_output=True, text=True, env=env, cwd=cwd, check=False)
+    assert run.returncode == 0, run.stdout + run.stderr
+    plays, play = {}, None
+    for line in run.stdout.splitlines():
+        head = re.match(r"^  play #\d+ \(\w+\): (.*?)\tTAGS:", line)
+        task = re.match(r"^      (.*)\tTAGS: \[(.*)\]$", line)
+        if head:
+            play = plays.setdefault(head.group(1), [])
+        elif task and play is not None:
+            # --list-tasks shows a templated play tag twice, resolved and as written: the written one is left out.
+            play.append((task.group(1), {t.strip() for t in task.group(2).split(",") if t.strip() and "{{" not in t}))
+    return plays
+
+
+def test_preflight_and_summary_run_for_every_tag_of_the_plan(plan):
+    """The preflight and summary plays take their tags from the plan: every tag selects them, teardown does not."""
+    everything = _listed(ROOT / "site.yml")
+    preflight = next(tasks for name, tasks in everything.items() if name.startswith("Preflight"))
+    summary = next(tasks for name, tasks in everything.items() if name.startswith("Summary"))
+    for tasks, extra in ((preflight, {"status"}), (summary, set())):
+        assert {tag for _, tags in tasks for tag in tags} - {"always"} == set(ts.tags(plan)) | extra
+    for tag in ("volcano", "neuron_node_check", "image"):
+        listed = _listed(ROOT / "site.yml", "--tags", tag)
+        assert any(name.startswith("Preflight") and tasks for name, tasks in listed.items()), (tag, listed)
+    # --tags teardown: no preflight, no summary (but for ansible-core's argument check of the preflight role, tagged
+    # always and skipped with the role); of the platform play only the roles' include (tagged always), whose when:
+    # finds teardown among none of the plan's tags.
+    listed = _listed(ROOT / "site.yml", "--tags", "teardown")
+    assert not any(task for name, tasks in listed.items() if name.startswith(("Preflight", "Summary"))
+                   for task, tags in tasks if "always" not in tags), listed
+    platform = next(tasks for name, tasks in listed.items() if name.startswith("Platform"))
+    assert platform == [("Install the roles of the stage plan's platform stage, in order", {"always", "platform"})]
+
+
+def test_the_platform_play_runs_the_plan_roles_under_their_tags(plan):
+    play = yaml.safe_load((ROOT / "playbooks/stages/platform.yml").read_text())[0]
+    assert play["vars"]["platform_tags"] == "{{ query('trainium.eks.stage_plan', 'stage_tags', stage='platform') }}"
+    steps = [t for t in play["tasks"][1]["block"] if "loop" in t]
+    assert len(steps) == 1 and steps[0]["loop"] == "{{ query('trainium.eks.stage_plan', 'stage_roles', stage='platform') }}"
+    assert steps[0]["ansible.builtin.include_role"]["apply"]["tags"] == "{{ [platform_step.tag] }}"
+    # --tags volcano: the kubeconfig prelude and the roles' include, not the file system read nor the node check.
+    platform = next(tasks for name, tasks in _listed(ROOT / "playbooks/platform.yml", "--tags", "volcano").items()
+                    if name.startswith("Platform"))
+    names = [name for name, _ in platform]
+    assert "Look for the cluster's kubeconfig" in names and "Install the roles of the stage plan's platform stage, in order" in names
+    assert not [n for n in names if n.startswith(("Read the FSx", "Check the Trainium nodes"))], names
+    assert [e["role"] for e in ts.stage_roles(plan, "platform")] == [
+        "neuron_device_plugin", "efa_device_plugin", "neuron_monitor", "volcano", "etcd", "fsx_csi"]
+    assert ts.stage_tags(plan, "platform")[-1] == "neuron_node_check"
 
 
 def test_the_validation_pass_the_teardown_and_awx_read_the_plan():
     for playbook, section in (("validate.yml", "roles"), ("teardown.yml", "teardown_kubernetes"), ("teardown.yml", "teardown_aws"),
-                              ("awx_setup.yml", "job_templates")):
-        assert f"query('trainium.eks.stage_plan', '{section}')" in (ROOT / "playbooks" / playbook).read_text()
+                              ("awx_setup.yml", "job_templates"), ("preflight.yml", "tags"), ("summary.yml", "tags"),
+                              ("stages/platform.yml", "stage_roles")):
+        assert f"query('trainium.eks.stage_plan', '{section}'" in (ROOT / "playbooks" / playbook).read_text()
 
 
 def test_docs_stage_table_is_the_plan(plan):
@@ -114,7 +162,7 @@ def test_docs_stage_table_is_the_plan(plan):
 def test_lookup_serves_every_section_and_refuses_others(tmp_path):
     (tmp_path / "pb.yml").write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "tasks": [
         {"ansible.builtin.copy": {"dest": str(tmp_path / "out.json"), "mode": "0600",
-                                  "content": "{{ {" + ", ".join(f"'{s}': query('trainium.eks.stage_plan', '{s}')" for s in ts.SECTIONS)
+                                  "content": "{{ {" + ", ".join(f"'{s}': query('trainium.eks.stage_plan', '{s}', stage='platform')" for s in ts.SECTIONS)
                                              + "} | to_json }}"}},
         {"ansible.builtin.debug": {"msg": "{{ query('trainium.eks.stage_plan', 'nosuch') }}"}}]}]))
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".collections"), ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"))
@@ -125,21 +173,22 @@ def test_lookup_serves_every_section_and_refuses_others(tmp_path):
     assert got["roles"] == ts.roles(plan) and got["tags"] == ts.tags(plan)
     assert [e["role"] for e in got["teardown_aws"]] == ["fsx_lustre", "ecr", "trn_nodegroup", "trn_launch_template", "eks_cluster", "network"]
     assert [t["name"] for t in got["job_templates"]] == ["preflight", "infrastructure", "platform", "training", "teardown", "status", "scale"]
+    assert got["stage_roles"] == ts.stage_roles(plan, "platform") and got["stage_tags"] == ts.stage_tags(plan, "platform")
     assert run.returncode != 0 and "section: got 'nosuch'; allowed: one of stages, roles, tags" in run.stdout + run.stderr
 
 
-def test_a_role_added_by_its_directory_and_one_plan_entry_is_validated(tmp_path):
-    """A throw-away role (scratch_marker) in a copy of the collection: one entry in the platform stage and one
-    in the teardown. The validation pass then checks its variables (a bad value and a misspelling refused, one
-    line each) and counts it among the roles it checked. (The teardown reads the same plan: the end-to-end
-    teardown runs it, tests/integration/test_site_end_to_end.py.)"""
+def test_a_role_added_by_its_directory_and_its_plan_entries_is_validated_run_and_removed(tmp_path):
+    """A throw-away role (scratch_marker) in a copy of the collection, with two entries in the plan: the platform
+    stage's roles and the teardown's kubernetes list. Nothing else is edited. Then the validation pass checks its
+    variables (a bad value and a misspelling refused, one line each), --tags scratch_marker selects preflight
+    and the platform stage's prelude, the platform play runs the role (and no other), and the teardown's remove
+    step runs it with scratch_marker_state absent."""
     copy = tmp_path / "ansible_collections" / "trainium" / "eks"
     shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".venv", ".git", ".rehearsal", ".build", ".collections", "tests", "molecule"),
                     symlinks=True)
     role = copy / "roles" / "scratch_marker"
-    (role / "meta").mkdir(parents=True)
-    (role / "tasks").mkdir()
-    (role / "defaults").mkdir()
+    for part in ("meta", "tasks", "defaults"):
+        (role / part).mkdir(parents=True)
     (role / "defaults" / "main.yml").write_text("---\nscratch_marker_state: present\nscratch_marker_size: 3\n")
     (role / "meta" / "argument_specs.yml").write_text(yaml.safe_dump({"argument_specs": {"main": {"short_description": "throw-away", "options": {
         "scratch_marker_state": {"type": "str", "choices": ["present", "absent"], "default": "present", "description": "state"},
@@ -149,20 +198,47 @@ def test_a_role_added_by_its_directory_and_one_plan_entry_is_validated(tmp_path)
     plan_text = (copy / "meta" / "stages.yml").read_text()
     entry = "      - {role: scratch_marker, what: \"a throw-away role\"}\n"
     plan_text = plan_text.replace("      - {role: fsx_csi, what:", entry + "      - {role: fsx_csi, what:", 1)
-    plan_text = plan_text.replace("  aws:\n", "  aws:\n    - {role: scratch_marker, what: \"the throw-away role's marker\"}\n", 1)
+    plan_text = plan_text.replace("  kubernetes:\n", "  kubernetes:\n    - {role: scratch_marker, what: \"the throw-away role's marker\"}\n", 1)
     (copy / "meta" / "stages.yml").write_text(plan_text)
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(tmp_path), ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
-               ANSIBLE_ROLES_PATH=str(copy / "roles"))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(tmp_path), ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"))
 
-    def playbook(name, *args):
-        return subprocess.run([str(BIN / "ansible-playbook"), str(copy / "playbooks" / name), "-i", str(ROOT / "inventories" / "local"),
-                               *args], capture_output=True, text=True, env=env, cwd=copy, check=False)
+    def playbook(path, *args):
+        run = subprocess.run([str(BIN / "ansible-playbook"), str(path), "-i", str(ROOT / "inventories" / "local"), *args],
+                             capture_output=True, text=True, env=dict(env, ANSIBLE_STDOUT_CALLBACK="default"), cwd=copy, check=False)
+        return run.returncode, run.stdout + run.stderr
 
-    refused = playbook("validate.yml", "-e", "scratch_marker_size=many", "-e", "scratch_marker_sise=4")
-    out = refused.stdout + refused.stderr
-    assert refused.returncode != 0, out
+    code, out = playbook(copy / "playbooks" / "validate.yml", "-e", "scratch_marker_size=many", "-e", "scratch_marker_sise=4")
+    assert code != 0, out
     assert "scratch_marker_size: got 'many' (str)" in out, out
     assert "scratch_marker_sise: not a variable of this collection; did you mean scratch_marker_size?" in out, out
-    checked = playbook("validate.yml", "-e", "scratch_marker_size=5")
-    assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert re.search(r"variables of\s+19 roles\s+checked", checked.stdout), checked.stdout
+    code, out = playbook(copy / "playbooks" / "validate.yml", "-e", "scratch_marker_size=5")
+    assert code == 0, out
+    assert re.search(r"variables of\s+19 roles\s+checked", out), out
+
+    listed = _listed(copy / "site.yml", "--tags", "scratch_marker", cwd=copy, collections=tmp_path)
+    assert any(name.startswith("Preflight") and tasks for name, tasks in listed.items()), listed
+    platform = [task for name, tasks in listed.items() if name.startswith("Platform") for task, _tags in tasks]
+    assert "Look for the cluster's kubeconfig" in platform and "Install the roles of the stage plan's platform stage, in order" in platform
+
+    # The platform play itself, after the validation pass (no AWS call: the kubeconfig is there, the node check
+    # and the file system read are not selected): the throw-away role runs, under its tag, alone.
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
+    (tmp_path / "platform.yml").write_text(yaml.safe_dump([
+        {"name": "Validate", "ansible.builtin.import_playbook": str(copy / "playbooks" / "validate.yml")},
+        {"name": "Platform", "ansible.builtin.import_playbook": str(copy / "playbooks" / "stages" / "platform.yml")}]))
+    code, out = playbook(tmp_path / "platform.yml", "--tags", "scratch_marker", "-e", f"trainium_kubeconfig={kubeconfig}",
+                         "-e", "scratch_marker_size=7")
+    assert code == 0, out
+    assert (tmp_path / "marker-present").read_text() == "7"
+    included = re.findall(r"^included: \S+ for \S+ => \(item=(\w+)\)", out, re.M)
+    assert included == ["scratch_marker"], out
+
+    # The teardown's step, over the plan's kubernetes list: the new entry runs the role with its state absent.
+    (tmp_path / "remove.yml").write_text(yaml.safe_dump([{"hosts": "trainium", "gather_facts": False, "tasks": [
+        {"name": "Remove", "ansible.builtin.include_tasks": str(copy / "playbooks" / "tasks" / "remove.yml"),
+         "loop": "{{ query('trainium.eks.stage_plan', 'teardown_kubernetes') | selectattr('role', 'eq', 'scratch_marker') }}",
+         "loop_control": {"loop_var": "teardown_step"}}]}]))
+    code, out = playbook(tmp_path / "remove.yml")
+    assert code == 0, out
+    assert (tmp_path / "marker-absent").read_text() == "3"
