@@ -133,18 +133,72 @@ STATIC_CASES = [
 ]
 
 
-@pytest.mark.parametrize("path,value,fragments", [c[1:] for c in STATIC_CASES], ids=[c[0] for c in STATIC_CASES])
-def test_bad_input_stops_before_any_cloud_call(aws, run_playbook, local_vars, path, value, fragments):
+def _related(a, b):
+    """Two paths that change the same value, or one a part of the other (pools-empty and a pool's field)."""
+    a, b = a.split("."), b.split(".")
+    return a[:len(b)] == b or b[:len(a)] == a
+
+
+# Checks that another change in the same run hides: a bad deployment type leaves the
+# throughput unchecked, a capacity block's missing id needs the type it names, the
+# pools a job may name and the counts a max_count may take come from the pools.
+HIDES = {"fsx-type": {"fsx-throughput"}, "pool-capacity-type": {"pool-capacity-block-without-id"},
+         "pools-empty": {"job-unknown-pool"}, "pool-count-negative": {"pool-max-below-count"},
+         "pool-count-too-big": {"pool-max-below-count"}}
+
+
+# A key no pool may have is reported when the pool's other keys are good.
+ALONE_IN_ITS_POOL = {"pool-unknown-key"}
+
+
+def _clash(case, other):
+    if _related(case[1], other[1]) or other[0] in HIDES.get(case[0], ()) or case[0] in HIDES.get(other[0], ()):
+        return True
+    in_pool = case[1].startswith("trainium_node_pools.") and other[1].startswith("trainium_node_pools.")
+    return in_pool and bool({case[0], other[0]} & ALONE_IN_ITS_POOL)
+
+
+def _packed(cases):
+    """The cases in as few runs as can hold them: no two changes of one run touch the same value or hide each other."""
+    runs = []
+    for case in cases:
+        for run in runs:
+            if not any(_clash(case, other) for other in run):
+                run.append(case)
+                break
+        else:
+            runs.append([case])
+    return runs
+
+
+STATIC_RUNS = _packed(STATIC_CASES)
+
+
+@pytest.mark.parametrize("cases", STATIC_RUNS, ids=[f"{len(r)}-problems-from-{r[0][0]}" for r in STATIC_RUNS])
+def test_bad_input_stops_before_any_cloud_call(aws, run_playbook, local_vars, cases):
+    """Each run sets several bad values at once (STATIC_CASES, packed so that no two touch the same value): the
+    validation pass names every one of them, one line each, in the same run, and stops it before any AWS call."""
     before = aws.resources()
-    variables = with_change(local_vars, path, value)
-    top = path.split(".")[0]
-    result = run_playbook(PREFLIGHT, extra_vars={top: variables[top]})
+    variables = copy.deepcopy(local_vars)
+    for _case, path, value, _fragments in cases:
+        variables = with_change(variables, path, value)
+    tops = {path.split(".")[0] for _case, path, _value, _fragments in cases}
+    result = run_playbook(PREFLIGHT, extra_vars={top: variables[top] for top in tops})
     assert result.rc != 0, result
     assert result.recap["failed"] == 1
-    for fragment in fragments:
-        assert fragment in result.text, f"{fragment!r} not in output:\n{result.output[-3000:]}"
+    for case, _path, _value, fragments in cases:
+        for fragment in fragments:
+            assert fragment in result.text, f"{case}: {fragment!r} not in output:\n{result.output[-3000:]}"
     assert LOOKUP_TASK not in result.text, "the AWS lookup ran although the input was invalid"
     assert aws.resources() == before
+
+
+def test_static_cases_are_packed_without_overlap():
+    assert sorted(case for run in STATIC_RUNS for case in run) == sorted(STATIC_CASES)
+    for run in STATIC_RUNS:
+        for index, case in enumerate(run):
+            assert not any(_clash(case, other) for other in run[index + 1:]), run
+    assert len(STATIC_RUNS) < len(STATIC_CASES) / 4
 
 
 def _reservation(aws, instance_type="trn1.32xlarge", count=1, zone="us-west-2d"):
