@@ -18,6 +18,7 @@ import yaml
 
 from ansible_collections.trainium.eks.plugins.module_utils import trainium_deployment as td
 from ansible_collections.trainium.eks.plugins.module_utils import trainium_survey as ts
+from ansible_collections.trainium.eks.plugins.plugin_utils import trainium_stages
 
 ROOT = Path(__file__).resolve().parents[3]
 BIN = ROOT / ".venv" / "bin"
@@ -111,7 +112,8 @@ def _relative(pattern):
 
 def test_awx_lists_site_and_every_stage_playbook():
     listed = _awx_playbooks()
-    stages = _awx_setup()["awx_setup_stages"]
+    # awx_setup.yml's templates are the stage plan's (tests/unit/tools/test_stage_plan.py checks that it reads them).
+    stages = trainium_stages.job_templates(trainium_stages.load())
     assert "site.yml" in listed
     for stage in stages:
         assert stage["playbook"] in listed, f"AWX would not offer {stage['playbook']} for the {stage['name']} template"
@@ -154,7 +156,7 @@ def test_molecule_runs_the_playbooks_awx_does_not_see():
 
 
 def test_every_survey_question_is_generated_from_the_argument_spec():
-    setup = _awx_setup()
+    setup = dict(_awx_setup(), awx_setup_stages=trainium_stages.job_templates(trainium_stages.load()))
     spec = yaml.safe_load((ROOT / "roles/preflight/meta/argument_specs.yml").read_text())["argument_specs"]["main"]
     names = {stage["name"] for stage in setup["awx_setup_stages"]}
     assert set(setup["awx_setup_pipeline"]) <= names
