@@ -25,7 +25,7 @@ system-deps:
 	@tools/system-deps.sh
 
 setup: system-deps $(STAMP) .collections/ansible_collections/trainium/eks ## Debian packages, virtualenv with every pinned dependency (idempotent)
-	@echo "setup: $$($(BIN)/ansible --version | head -1), collections linked under .collections/"
+	@echo "setup: ansible-core $$($(BIN)/python -c 'import ansible.release as r; print(r.__version__)'), collections linked under .collections/"
 
 lock: ## Re-resolve requirements.in into requirements.txt with hashes
 	$(BIN)/pip-compile --quiet --no-emit-find-links --generate-hashes --allow-unsafe --strip-extras --output-file requirements.txt requirements.in

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_deployment import resource_names
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_validation import ipv4_network as _network
 
 
@@ -142,8 +143,9 @@ def network_desired(plan, cluster_name, nat_zones, tags):
         {"zone": zone, "subnet_key": f"{zone}/public", "eip_tags": named(f"{cluster_name}-nat-{zone}"), "tags": named(f"{cluster_name}-nat-{zone}")}
         for zone in nat_zones
     ]
+    names = resource_names(cluster_name)
     route_tables = [{
-        "name": f"{cluster_name}-public", "tags": named(f"{cluster_name}-public"),
+        "name": names["public_route_table"], "tags": named(names["public_route_table"]),
         "subnet_keys": [f"{zone}/public" for zone in zones], "target": "internet_gateway",
     }]
     for zone in zones:
@@ -153,10 +155,10 @@ def network_desired(plan, cluster_name, nat_zones, tags):
             "subnet_keys": [f"{zone}/private"], "target": f"nat:{nat_zone}",
         })
     return {
-        "vpc_name": f"{cluster_name}-vpc",
-        "vpc_tags": named(f"{cluster_name}-vpc"),
+        "vpc_name": names["vpc"],
+        "vpc_tags": named(names["vpc"]),
         "subnets": subnets,
-        "internet_gateway_tags": named(f"{cluster_name}-igw"),
+        "internet_gateway_tags": named(names["internet_gateway"]),
         "nat_gateways": nat_gateways,
         "route_tables": route_tables,
     }

@@ -531,6 +531,10 @@ def resource_names(cluster):
         "node_security_group": f"{cluster}-nodes",
         "lustre_security_group": f"{cluster}-lustre",
         "file_system": f"{cluster}-data",
+        "vpc": f"{cluster}-vpc",
+        "internet_gateway": f"{cluster}-igw",
+        "public_route_table": f"{cluster}-public",
+        "log_group": f"/aws/eks/{cluster}/cluster",
     }
 
 
