@@ -116,7 +116,7 @@ def test_preflight_and_summary_run_for_every_tag_of_the_plan(plan):
     preflight = next(tasks for name, tasks in everything.items() if name.startswith("Preflight"))
     summary = next(tasks for name, tasks in everything.items() if name.startswith("Summary"))
     for tasks, extra in ((preflight, {"status"}), (summary, set())):
-        assert {tag for _, tags in tasks for tag in tags} - {"always"} == set(ts.tags(plan)) | extra
+        assert {tag for _task, tags in tasks for tag in tags} - {"always"} == set(ts.tags(plan)) | extra
     for tag in ("volcano", "neuron_node_check", "image"):
         listed = _listed(ROOT / "site.yml", "--tags", tag)
         assert any(name.startswith("Preflight") and tasks for name, tasks in listed.items()), (tag, listed)
@@ -139,7 +139,7 @@ def test_the_platform_play_runs_the_plan_roles_under_their_tags(plan):
     # --tags volcano: the kubeconfig prelude and the roles' include, not the file system read nor the node check.
     platform = next(tasks for name, tasks in _listed(ROOT / "playbooks/platform.yml", "--tags", "volcano").items()
                     if name.startswith("Platform"))
-    names = [name for name, _ in platform]
+    names = [name for name, _tags in platform]
     assert "Look for the cluster's kubeconfig" in names and "Install the roles of the stage plan's platform stage, in order" in names
     assert not [n for n in names if n.startswith(("Read the FSx", "Check the Trainium nodes"))], names
     assert [e["role"] for e in ts.stage_roles(plan, "platform")] == [

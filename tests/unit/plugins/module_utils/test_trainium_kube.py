@@ -55,6 +55,7 @@ def test_missing_is_none_only_when_asked_and_errors_carry_the_api_message():
 
     with pytest.raises(Mine, match="list nodes failed: 403 nodes is forbidden"):
         kube.call_json("list nodes", forbidden, missing_ok=True, error=Mine)
+
     def unreachable(**kwargs):
         raise OSError("connection refused")
 
