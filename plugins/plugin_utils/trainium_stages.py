@@ -13,6 +13,7 @@ playbooks; the tests read it with the same functions.
 
 from __future__ import annotations
 
+import copy
 import os
 
 import yaml
@@ -36,14 +37,21 @@ class StagePlanError(ValueError):
     pass
 
 
+# The plays template the lookup for every task's tags: the file is read and checked once per change of it.
+_LOADED = {}
+
+
 def load(path=PLAN_PATH):
-    """The plan as a dict, checked (``StagePlanError`` names what is wrong)."""
-    with open(path, encoding="utf-8") as f:
-        plan = yaml.safe_load(f)
-    problems = plan_problems(plan, os.path.join(os.path.dirname(path), "..", "roles"))
-    if problems:
-        raise StagePlanError(f"{path}: " + "; ".join(problems))
-    return plan
+    """The plan as a dict, checked (``StagePlanError`` names what is wrong); a fresh copy each call."""
+    stamp = os.stat(path).st_mtime_ns
+    if _LOADED.get(path, (None,))[0] != stamp:
+        with open(path, encoding="utf-8") as f:
+            plan = yaml.safe_load(f)
+        problems = plan_problems(plan, os.path.join(os.path.dirname(path), "..", "roles"))
+        if problems:
+            raise StagePlanError(f"{path}: " + "; ".join(problems))
+        _LOADED[path] = (stamp, plan)
+    return copy.deepcopy(_LOADED[path][1])
 
 
 def role_tag(entry):
@@ -52,7 +60,7 @@ def role_tag(entry):
 
 
 def plan_problems(plan, roles_dir):
-    """What is wrong with a plan: unknown roles, duplicate stages, roles run but never removed."""
+    """What is wrong with a plan: duplicate stages, unknown keys (a stray comma in a flow mapping), unknown roles."""
     problems = []
     if not isinstance(plan, dict) or not isinstance(plan.get("stages"), list):
         return ["stages: got nothing; allowed: a list of stages"]
@@ -89,12 +97,7 @@ def roles(plan):
 
 def tags(plan):
     """Every tag that selects a stage or a part of one: stage names, role tags, check tags, in run order."""
-    seen = []
-    for stage in plan["stages"]:
-        for tag in [stage["name"]] + [role_tag(e) for e in stage.get("roles", [])] + [c["tag"] for c in stage.get("checks", [])]:
-            if tag not in seen:
-                seen.append(tag)
-    return seen
+    return list(dict.fromkeys(tag for entry in plan["stages"] for tag in stage_tags(plan, entry["name"])))
 
 
 def stage(plan, name):
@@ -123,11 +126,8 @@ def teardown(plan, section):
 
 def job_templates(plan):
     """One AWX job template per stage and per day-2 playbook: name, playbook, survey, required."""
-    templates = [{"name": s["name"], "playbook": s["playbook"], "survey": list(s.get("survey", [])), "required": []}
-                 for s in plan["stages"]]
-    templates += [{"name": d["name"], "playbook": d["playbook"], "survey": list(d.get("survey", [])),
-                   "required": list(d.get("required", []))} for d in plan.get("day2", [])]
-    return templates
+    return [{"name": e["name"], "playbook": e["playbook"], "survey": list(e.get("survey", [])), "required": list(e.get("required", []))}
+            for e in plan["stages"] + plan.get("day2", [])]
 
 
 def section(plan, name, stage_name=None):
