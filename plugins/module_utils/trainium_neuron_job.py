@@ -539,9 +539,6 @@ def summarize(job, pods, podgroups, events, nodes=None):
 # ----------------------------------------------------------------------------------------------- Kubernetes
 
 
-_reason = kube.reason
-
-
 class KubeJobApi:
     """The Kubernetes calls of the module, through a kubernetes ApiClient."""
 
@@ -595,7 +592,7 @@ class KubeJobApi:
             answer = self.core.read_namespaced_pod_log(pod, namespace, tail_lines=lines, _preload_content=False)
             return answer.data.decode("utf-8", "replace"), None
         except Exception as e:  # pylint: disable=broad-except
-            return None, f"log unavailable: {_reason(e)}"
+            return None, f"log unavailable: {kube.reason(e)}"
 
     def get_configmap(self, namespace, name):
         return self._call(f"get ConfigMap {namespace}/{name}", self.core.read_namespaced_config_map, name, namespace, missing_ok=True)
