@@ -62,6 +62,11 @@ SHARED_STACK = "shared_stack"
 GROUP_ORDER = (SHARED_STACK, "shared_kube", "registry")
 # What a private moto replaces in the shared environment.
 PRIVATE_MOTO_KEYS = ("AWS_ENDPOINT_URL", "TRAINIUM_AWS_ENDPOINT_URL")
+# The strategy of the suite's playbook and module runs: Ansible's linear through Mitogen for Ansible
+# (tools/ansible/strategy/mitogen_linear.py: the same plays at about two thirds of the CPU), or Ansible's own with
+# TRAINIUM_TEST_STRATEGY=linear. The runs through ansible-runner (AWX) set their own environment and keep linear.
+TEST_STRATEGY = os.environ.get("TRAINIUM_TEST_STRATEGY", "mitogen_linear")
+STRATEGY_ENV = {"ANSIBLE_STRATEGY_PLUGINS": str(ROOT / "tools" / "ansible" / "strategy"), "ANSIBLE_STRATEGY": TEST_STRATEGY}
 
 
 def _xdist_worker():
@@ -369,7 +374,7 @@ class PlaybookResult:
 
 
 def playbook_env(rehearsal):
-    return dict(rehearsal, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
+    return dict(rehearsal, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0", **STRATEGY_ENV)
 
 
 def playbook_runner(env, tmp_dir, default_timeout=300):
@@ -416,7 +421,8 @@ def run_module(rehearsal):
 
     def run(module, module_args, check=False, env=None, timeout=180):
         process_env = dict(env if env is not None else rehearsal)
-        process_env.update(ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json")
+        process_env.update(ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json",
+                           **STRATEGY_ENV)
         cmd = [str(VENV_BIN / "ansible"), "localhost", "-i", "inventories/local", "-m", module, "-a", json.dumps(module_args)]
         if check:
             cmd.append("--check")

@@ -126,12 +126,16 @@ joined() {
   record "$name" "${beside_kind[$name]}" "$rc" "${beside_started[$name]}"
 }
 
+# Sanity (ansible-test on a copy of the tree) runs beside lint, the changelog
+# check and the rehearsal's start: each of them uses about one core.
+trap 'stop_beside' EXIT
+beside sanity - tools/sanity.sh
 run lint - bash -c 'yamllint --strict . && ansible-lint'
 run changelog - antsibull-changelog lint
-run sanity - tools/sanity.sh
 
+trap 'stop_beside; tools/rehearsal/rehearsal.sh down' EXIT
 tools/rehearsal/rehearsal.sh up || { echo "the rehearsal services did not start"; exit 1; }
-trap 'tools/rehearsal/rehearsal.sh down' EXIT
+joined sanity
 # shellcheck disable=SC1091
 source .rehearsal/env.sh
 

@@ -1,0 +1,48 @@
+# -*- coding: utf-8 -*-
+# Copyright: Contributors to the trainium.eks project
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The test suite's strategy: Ansible's ``linear`` run through Mitogen for Ansible.
+
+Mitogen (``mitogen`` on PyPI, pinned in requirements.txt) keeps one Python
+interpreter per host and runs each module in it, instead of starting a Python
+process, unpacking the module and importing boto3 or the Kubernetes client
+again for every task. The plays, their tasks and their results are the same;
+a run costs about two thirds of the CPU (docs/benchmarks.md), which on two
+cores is most of the test suite's time.
+
+The suite's playbook runs (tests/conftest.py) and Molecule scenarios
+(.config/molecule/config.yml) name this file through ANSIBLE_STRATEGY_PLUGINS
+and ANSIBLE_STRATEGY; ``TRAINIUM_TEST_STRATEGY=linear`` runs them with
+Ansible's own strategy instead. Nothing else uses it: ansible.cfg, the
+README's commands, the AWX job templates and the runs through ansible-runner
+keep Ansible's linear strategy, because ansible-core 2.19 deprecates
+strategies from outside ansible.builtin (each run prints that) and
+Mitogen's background jobs do not honour ``ansible_async_dir``. The
+collection's two background jobs run through Ansible's own local connection
+for that reason, whatever the strategy (fsx_lustre, training_image).
+
+Where Mitogen is not installed the run is Ansible's linear strategy, unchanged
+(``-v`` says so).
+"""
+
+from __future__ import annotations
+
+from ansible.utils.display import Display
+
+try:
+    import ansible_mitogen.loaders
+    import ansible_mitogen.strategy
+except ImportError as missing:
+    from ansible.plugins.strategy.linear import StrategyModule as LinearStrategy
+
+    MISSING = str(missing)
+
+    class StrategyModule(LinearStrategy):
+        """Ansible's linear strategy, Mitogen being absent."""
+
+        def __init__(self, tqm):
+            super().__init__(tqm)
+            Display().verbose(f"mitogen_linear: Mitogen for Ansible is not installed ({MISSING}): Ansible's linear strategy runs the play")
+else:
+    class StrategyModule(ansible_mitogen.strategy.StrategyMixin, ansible_mitogen.loaders.strategy_loader.get("linear", class_only=True)):
+        """Ansible's linear strategy with Mitogen's connection and module runner."""
