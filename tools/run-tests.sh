@@ -59,9 +59,10 @@ logfile() {
   printf '%s/%s.log' "$LOGS" "$name"
 }
 
-# record NAME KIND RC STARTED: a suite's result, its row in the table.
+# record NAME KIND RC STARTED [ENDED]: a suite's result, its row in the table
+# (ENDED: when it ended, seconds since the epoch; now when not given).
 record() {
-  local name="$1" kind="$2" rc="$3" started="$4" seconds result log ran
+  local name="$1" kind="$2" rc="$3" started="$4" ended="${5:-$(date +%s)}" seconds result log ran
   log="$(logfile "$name")"
   if (( rc == 0 )); then
     result=passed
@@ -71,7 +72,7 @@ record() {
     failed=$((failed + 1))
     failures+=("$name")
   fi
-  seconds=$(( $(date +%s) - started ))
+  seconds=$(( ended - started ))
   printf '===== %s: %s in %ss =====\n' "$name" "$result" "$seconds"
   ran="$(counts "$log" "$kind")"
   if [[ "$kind" == pytest ]]; then pytest_counts="$ran"; fi
@@ -123,7 +124,8 @@ joined() {
   unset "beside_pid[$name]"
   printf '\n===== %s (ran in the background) =====\n' "$name"
   cat "$(logfile "$name")"
-  record "$name" "${beside_kind[$name]}" "$rc" "${beside_started[$name]}"
+  # Its seconds end with its last output line (the log's time), not when it was joined.
+  record "$name" "${beside_kind[$name]}" "$rc" "${beside_started[$name]}" "$(stat -c %Y "$(logfile "$name")")"
 }
 
 # Sanity (ansible-test on a copy of the tree) runs beside lint, the changelog
