@@ -6,7 +6,9 @@
 Mitogen (``mitogen`` on PyPI, pinned in requirements.txt) keeps one Python
 interpreter per host and runs each module in it, instead of starting a Python
 process, unpacking the module and importing boto3 or the Kubernetes client
-again for every task. The plays, their tasks and their results are the same;
+again for every task. The plays and tasks are the same (module-level state
+may carry over between tasks in the one interpreter, which is why the runs
+users make keep Ansible's strategy and are tested with it: docs/testing.md);
 a run costs about two thirds of the CPU (docs/benchmarks.md), which on two
 cores is most of the test suite's time.
 
@@ -26,7 +28,7 @@ Where Mitogen is not installed the run is Ansible's linear strategy, unchanged
 
 ansible-core prints its deprecation of outside strategies right after loading
 this file; the file drops that one notice (and only it), so that the suite's
-runs print what the users' runs print and its checks for deprecation lines
+runs print no notice a user's run would not, and its checks for deprecation lines
 (tests/integration/test_ecr.py, test_trn_nodegroup.py) see the collection's
 alone.
 """
