@@ -136,7 +136,8 @@ run lint - bash -c 'yamllint --strict . && ansible-lint'
 run changelog - antsibull-changelog lint
 
 trap 'stop_beside; tools/rehearsal/rehearsal.sh down' EXIT
-tools/rehearsal/rehearsal.sh up || { echo "the rehearsal services did not start"; exit 1; }
+# A failed start still reports sanity's result before it stops the run.
+tools/rehearsal/rehearsal.sh up || { echo "the rehearsal services did not start"; joined sanity; exit 1; }
 joined sanity
 # shellcheck disable=SC1091
 source .rehearsal/env.sh

@@ -36,17 +36,23 @@ PLAYBOOK = """\
 """
 
 
-def _parents(tmp_path, strategy):
+def _play(tmp_path, playbook_text, strategy, **env):
+    """ansible-playbook of ``playbook_text`` on localhost with ``strategy``; its output (stdout and stderr)."""
     playbook = tmp_path / "pb.yml"
-    playbook.write_text(PLAYBOOK)
+    playbook.write_text(playbook_text)
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_STRATEGY_PLUGINS=str(STRATEGY_DIR),
-               ANSIBLE_STRATEGY=strategy, ANSIBLE_NOCOLOR="1")
+               ANSIBLE_STRATEGY=strategy, ANSIBLE_NOCOLOR="1", **env)
     run = subprocess.run([str(BIN / "ansible-playbook"), "-i", "localhost,", "-c", "local", str(playbook)],
                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False)
     assert run.returncode == 0, run.stdout + run.stderr
+    return run.stdout + run.stderr
+
+
+def _parents(tmp_path, strategy):
+    output = _play(tmp_path, PLAYBOOK, strategy)
     # ansible-core's notice about outside strategies is the one the strategy file drops; the runs print no other.
-    assert "DEPRECATION" not in run.stdout + run.stderr
-    (line,) = [line for line in run.stdout.splitlines() if "parents " in line]
+    assert "DEPRECATION" not in output
+    (line,) = [line for line in output.splitlines() if "parents " in line]
     return line.split("parents ")[1].strip().strip('"').split()
 
 
@@ -63,14 +69,8 @@ def test_other_deprecations_still_show(tmp_path):
         "module = AnsibleModule(argument_spec={})\n"
         "module.deprecate('the old thing goes', version='9.9.9', collection_name='trainium.eks')\n"
         "module.exit_json(changed=False)\n")
-    playbook = tmp_path / "deprecated.yml"
-    playbook.write_text("- hosts: localhost\n  gather_facts: false\n  tasks:\n    - old_thing:\n")
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_STRATEGY_PLUGINS=str(STRATEGY_DIR),
-               ANSIBLE_STRATEGY="mitogen_linear", ANSIBLE_NOCOLOR="1", ANSIBLE_LIBRARY=str(tmp_path / "library"))
-    run = subprocess.run([str(BIN / "ansible-playbook"), "-i", "localhost,", "-c", "local", str(playbook)],
-                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False)
-    assert run.returncode == 0, run.stdout + run.stderr
-    output = run.stdout + run.stderr
+    output = _play(tmp_path, "- hosts: localhost\n  gather_facts: false\n  tasks:\n    - old_thing:\n", "mitogen_linear",
+                   ANSIBLE_LIBRARY=str(tmp_path / "library"))
     assert "DEPRECATION" in output and "the old thing goes" in output, output
     assert "strategy plugins not included" not in output
 
