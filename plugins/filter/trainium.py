@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.trainium.eks.plugins.module_utils import trainium_deployment, trainium_status, trainium_survey
+from ansible_collections.trainium.eks.plugins.module_utils import trainium_deployment, trainium_status, trainium_survey, trainium_validation
 
 
 def deployment_errors(variables):
@@ -50,6 +50,10 @@ def log_figures(line):
     return trainium_status.log_figures(line if isinstance(line, str) else "")
 
 
+def volcano_release_sha256(version):
+    return trainium_validation.volcano_release_sha256(version)
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -60,4 +64,5 @@ class FilterModule:
             "survey_defaults": survey_defaults,
             "apply_survey": apply_survey,
             "log_figures": log_figures,
+            "volcano_release_sha256": volcano_release_sha256,
         }

@@ -493,13 +493,25 @@ def neuron_monitor_problems(values):
     return problems
 
 
-# sha256 of installer/volcano-development.yaml per Volcano release, computed
-# from the file itself; the same table as roles/volcano/vars/main.yml
-# (volcano_manifest_checksums; a unit test compares them). v1.10.0: the copy
-# in the Go module cache (volcano.sh/volcano@v1.10.0, pinned by go.sum).
+# sha256 of installer/volcano-development.yaml per Volcano release, each
+# computed from the file itself, never copied: the file in the module zip that
+# the Go module proxy serves for volcano.sh/volcano@<release> (go verifies the
+# zip against sum.golang.org; the module zip holds the tag's files as they
+# are). The one table: the volcano role reads it through the filter
+# trainium.eks.volcano_release_sha256; tests/rehearsal/test_volcano_release_checksums.py
+# downloads each release again and compares.
 VOLCANO_MANIFEST_SHA256 = {
     "v1.10.0": "98fbe65dd8344308284e91ada82fb025b0514fe6b173ea02013398b236876b2c",
+    # Module h1:M0iGzhy1dvod2GFy1QiyWdv1jmmNfHW4+2WoRU7CIAk= (2026-12-04).
+    "v1.15.1": "b5fb45a57bcd1132be7055354999d244266873710609afd1f162005772d15c41",
 }
+
+
+def volcano_release_sha256(version):
+    """The shipped sha256 of a Volcano release's manifest, or '' for a release this collection never checked."""
+    return VOLCANO_MANIFEST_SHA256.get(version, "") if isinstance(version, str) else ""
+
+
 VOLCANO_VERSION_RE = re.compile(r"^v[0-9]+\.[0-9]+\.[0-9]+$")
 VOLCANO_URL_RE = re.compile(r"^(https://[^\s/]+/|file:///)\S+$")
 SHA256_RE = re.compile(r"^[0-9a-f]{64}$")

@@ -37,10 +37,6 @@ def problems(role, **changes):
     values.update({name: LOCAL[name] for name in DEPLOYMENT_VARIABLES if name in LOCAL})
     if role == "ecr":
         values["ecr_repository_name"] = LOCAL["trainium_image"]["repository"]
-    if role == "volcano":
-        # The default release (v1.15.1) ships no checksum and is refused on purpose
-        # (test_trainium_validation_volcano.py); the rehearsal's release has one.
-        values["volcano_version"] = "v1.10.0"
     values.update(changes)
     return tv.role_problems(role, spec(role), values)
 

@@ -40,28 +40,45 @@ def test_the_rehearsal_release_and_a_full_queue_are_fine():
     assert problems(volcano_manifest_url="file:///root/go/pkg/mod/volcano.sh/volcano@v1.10.0/installer/volcano-development.yaml") == []
 
 
+UNSHIPPED = URL.replace("v1.15.1", "v1.14.0")
+
+
+def test_the_default_release_needs_no_checksum_of_the_users():
+    """v1.15.1, the default (the AWS inventory's), runs with the shipped checksum: nothing to pin by hand."""
+    assert tv.volcano_release_sha256("v1.15.1") == "b5fb45a57bcd1132be7055354999d244266873710609afd1f162005772d15c41"
+    assert problems(volcano_version="v1.15.1", volcano_manifest_url=URL) == []
+
+
 def test_a_release_without_a_shipped_checksum_is_refused_in_one_line_that_says_how_to_get_it():
-    found = problems(volcano_version="v1.15.1", volcano_manifest_url=URL)
+    found = problems(volcano_version="v1.14.0", volcano_manifest_url=UNSHIPPED)
     assert len(found) == 1, found
     line = found[0]
     assert "\n" not in line
-    assert line.startswith("volcano_manifest_sha256: got '' (str); allowed: the sha256 of the Volcano v1.15.1 manifest " + URL)
-    assert "ships no checksum for v1.15.1" in line
+    assert line.startswith("volcano_manifest_sha256: got '' (str); allowed: the sha256 of the Volcano v1.14.0 manifest " + UNSHIPPED)
+    assert "ships no checksum for v1.14.0 (only for v1.10.0, v1.15.1)" in line
     assert "never trusts a download on first use" in line
-    assert line.endswith(f"curl -fsSL {URL} | sha256sum")
+    assert line.endswith(f"curl -fsSL {UNSHIPPED} | sha256sum")
 
 
 def test_a_given_checksum_is_used_for_any_release_and_must_be_a_sha256():
-    assert problems(volcano_version="v1.15.1", volcano_manifest_url=URL, volcano_manifest_sha256="ab" * 32) == []
+    assert problems(volcano_version="v1.14.0", volcano_manifest_url=UNSHIPPED, volcano_manifest_sha256="ab" * 32) == []
     found = problems(volcano_version="v1.15.1", volcano_manifest_sha256="sha256:" + "ab" * 32)
     assert len(found) == 1 and found[0].startswith("volcano_manifest_sha256: got 'sha256:abab"), found
     assert "64 lowercase hex digits" in found[0]
 
 
-def test_the_role_and_the_rules_ship_the_same_checksums():
-    shipped = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())["volcano_manifest_checksums"]
-    assert shipped == tv.VOLCANO_MANIFEST_SHA256
-    assert all(tv.SHA256_RE.match(value) for value in shipped.values())
+def test_the_role_reads_the_one_table_through_the_filter():
+    """One table (tv.VOLCANO_MANIFEST_SHA256): the role's checksum is the user's, else the filter's answer from it."""
+    from ansible_collections.trainium.eks.plugins.filter.trainium import FilterModule
+
+    shipped = FilterModule().filters()["volcano_release_sha256"]
+    assert {version: shipped(version) for version in tv.VOLCANO_MANIFEST_SHA256} == tv.VOLCANO_MANIFEST_SHA256
+    assert all(tv.SHA256_RE.match(value) for value in tv.VOLCANO_MANIFEST_SHA256.values())
+    assert shipped("v1.14.0") == "" and shipped(None) == ""
+    role_vars = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())
+    assert role_vars["volcano_manifest_checksum"] == \
+        "{{ volcano_manifest_sha256 or (volcano_version | trainium.eks.volcano_release_sha256) }}"
+    assert not [name for name in role_vars if "checksums" in name]  # no second table
 
 
 @pytest.mark.parametrize("change, line", [
