@@ -33,6 +33,7 @@ def test_filter_names():
         "survey_defaults": filters.survey_defaults,
         "apply_survey": filters.apply_survey,
         "log_figures": filters.log_figures,
+        "volcano_release_sha256": filters.volcano_release_sha256,
     }
     # Every filter documents itself (plugins/filter/<name>.yml, what ansible-doc -t filter reads).
     docs = pathlib.Path(filters.__file__).parent
