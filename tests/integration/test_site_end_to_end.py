@@ -150,7 +150,7 @@ def assert_account_holds_the_deployment(aws):
 
     eks = aws.client("eks")
     cluster = eks.describe_cluster(name=CLUSTER)["cluster"]
-    assert cluster["version"] == "1.34"
+    assert cluster["version"] == "1.35"
     assert cluster["status"] == "ACTIVE"
     assert set(cluster["resourcesVpcConfig"]["subnetIds"]) <= {s["SubnetId"] for s in subnets}
 

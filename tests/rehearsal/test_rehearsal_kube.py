@@ -4,7 +4,7 @@
 """The rehearsal's Kubernetes control plane and its TorchElastic rendezvous etcd.
 
 These run against the real processes `tools/rehearsal/rehearsal.sh up` starts:
-kube-apiserver, kube-controller-manager and kube-scheduler v1.34.4 on an etcd
+kube-apiserver, kube-controller-manager and kube-scheduler v1.35.4 on an etcd
 3.5, and a second etcd with the v2 API for torchrun's etcd rendezvous.
 """
 
@@ -25,7 +25,7 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 REHEARSAL = ROOT / "tools" / "rehearsal" / "rehearsal.sh"
-KUBE_VERSION = "v1.34.4"
+KUBE_VERSION = "v1.35.4"
 API = "https://127.0.0.1:6443"
 RDZV = "http://127.0.0.1:2379"
 DAEMONS = ("etcd-kube", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd-rendezvous", "kwok", "podrunner")

@@ -2,7 +2,7 @@
 # etcd for the Kubernetes control plane (kube-apiserver's storage), built from
 # the wrapper module tools/rehearsal/go/etcd. It stays on etcd 3.5 because the
 # TorchElastic rendezvous etcd (services/rendezvous.sh, same binary) needs the
-# v2 API that etcd 3.6 removed; Kubernetes 1.34 supports etcd 3.5.
+# v2 API that etcd 3.6 removed; Kubernetes 1.35 supports etcd 3.5.
 ETCD_VERSION=v3.5.35
 KUBE_ETCD_PORT="${TRAINIUM_KUBE_ETCD_PORT:-2479}"
 KUBE_ETCD_PEER_PORT="${TRAINIUM_KUBE_ETCD_PEER_PORT:-2480}"

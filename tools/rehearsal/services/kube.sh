@@ -4,7 +4,7 @@
 # k8s.io/kubernetes at one version (wrapper module tools/rehearsal/go/kubernetes),
 # with TLS, client-certificate kubeconfigs and RBAC on. Storage is the etcd of
 # services/etcd.sh, which must be up first.
-KUBE_VERSION=v1.34.4
+KUBE_VERSION=v1.35.4
 KUBE_API_PORT="${TRAINIUM_KUBE_API_PORT:-6443}"
 KUBE_CM_PORT="${TRAINIUM_KUBE_CM_PORT:-10257}"
 KUBE_SCHED_PORT="${TRAINIUM_KUBE_SCHED_PORT:-10259}"
