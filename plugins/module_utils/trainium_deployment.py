@@ -18,11 +18,19 @@ import re
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_facts import USABLE_RESERVATION_STATES
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_limits import (  # noqa: F401 (INSTANCE_TYPE_RE: this module's API)
     CAPACITY_TYPES,
+    EKS_LABEL_MAX,
     FSX_CAPACITY_RULE,
     FSX_DEPLOYMENT_TYPES,
     FSX_THROUGHPUTS,
     INSTANCE_TYPE_RE,
+    KUBELET_LABEL_NAMESPACES,
+    NODEGROUP_NAME_MAX,
+    NODEGROUP_NAME_RULE,
+    default_lnc,
     fsx_capacity_ok,
+    kubelet_refuses_label,
+    lnc_choices,
+    logical_neuron_cores,
 )
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_problems import Problems, is_int as _is_int
 
@@ -58,7 +66,9 @@ SYSTEM_POOL_MAX_NODES = 10
 # Graviton (arm64) families: a generation digit followed by "g" (m7g, c6gn, r8gd, t4g, im4gn), and a1.
 GRAVITON_TYPE_RE = re.compile(r"^([a-z]+[0-9]+g[a-z]*|a1)\.")
 TRAINIUM_INSTANCE_TYPES = ("trn1.2xlarge", "trn1.32xlarge", "trn1n.32xlarge", "trn2.48xlarge")
-KUBERNETES_VERSIONS = ("1.31", "1.32", "1.33", "1.34", "1.35")
+# EKS's versions in standard or extended support (1.36 on EKS since June 2026); the volcano role's rule refuses one its
+# pinned Volcano release does not support (1.36 with Volcano v1.15, which supports up to 1.35).
+KUBERNETES_VERSIONS = ("1.31", "1.32", "1.33", "1.34", "1.35", "1.36")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 PRECISIONS = ("bf16", "fp32")
 RDZV_BACKENDS = ("etcd", "etcd-v2", "c10d")
@@ -115,18 +125,27 @@ def default_max_count(count):
     return max(count, 1) if isinstance(count, int) and not isinstance(count, bool) else count
 
 
-def _validate_pool(errors, index, pool, seen_names):
+def _validate_pool(errors, index, pool, seen_names, cluster):
     base = f"trainium_node_pools[{index}]"
     if not errors.check_mapping(base, pool):
         return
     name = pool.get("name")
     if errors.check_re(f"{base}.name", name, DNS_LABEL_RE, "a DNS label: 1-63 lowercase letters, digits and '-'"):
+        if isinstance(cluster, str) and len(f"{cluster}-{name}") > NODEGROUP_NAME_MAX:
+            errors.add(f"{base}.name", name, f"{NODEGROUP_NAME_RULE}; with trainium_cluster_name {cluster!r} a pool name of at most "
+                       f"{max(NODEGROUP_NAME_MAX - len(cluster) - 1, 0)} characters")
         if name == SYSTEM_POOL:
             errors.add(f"{base}.name", name, f"a name other than {SYSTEM_POOL!r} (the CPU node pool of trainium_system_node_pool)")
         elif name in seen_names:
             errors.add(f"{base}.name", name, "a name not used by another pool")
         seen_names.add(name)
-    errors.check_choice(f"{base}.instance_type", pool.get("instance_type"), TRAINIUM_INSTANCE_TYPES)
+    if errors.check_choice(f"{base}.instance_type", pool.get("instance_type"), TRAINIUM_INSTANCE_TYPES) and pool.get("logical_nc_config") is not None:
+        itype, lnc = pool["instance_type"], pool["logical_nc_config"]
+        allowed = lnc_choices(itype)
+        if not _is_int(lnc) or lnc not in allowed:
+            errors.add(f"{base}.logical_nc_config", lnc,
+                       f"one of {', '.join(map(str, allowed))} for {itype}, or unset for its default {default_lnc(itype)} "
+                       "(Neuron documentation, 'Logical NeuronCore configuration': LNC 2 exists on Trainium2 and later)")
     count = pool.get("count")
     # 0 parks the pool: its node group stays, with no node (and nothing to pay for them).
     count_ok = errors.check_int(f"{base}.count", count, *INT_RANGES["trainium_node_pools[].count"])
@@ -153,11 +172,7 @@ def _validate_pool(errors, index, pool, seen_names):
     labels = pool.get("labels", {})
     if errors.check_mapping(f"{base}.labels", labels):
         for key, value in labels.items():
-            errors.check_re(f"{base}.labels key", key, LABEL_KEY_RE, "a Kubernetes label key")
-            errors.check_re(
-                f"{base}.labels[{key}]", value, LABEL_VALUE_RE,
-                "a Kubernetes label value (63 characters at most, quoted if it looks like a number or boolean)",
-            )
+            _validate_label(errors, base, key, value)
     taints = pool.get("taints", [])
     if not isinstance(taints, list):
         errors.add(f"{base}.taints", taints, "a list of {key, value, effect}")
@@ -165,10 +180,28 @@ def _validate_pool(errors, index, pool, seen_names):
     for t_index, taint in enumerate(taints):
         t_base = f"{base}.taints[{t_index}]"
         if errors.check_mapping(t_base, taint):
-            errors.check_re(f"{t_base}.key", taint.get("key"), LABEL_KEY_RE, "a Kubernetes taint key")
+            key = taint.get("key")
+            if errors.check_re(f"{t_base}.key", key, LABEL_KEY_RE, "a Kubernetes taint key") and len(key) > EKS_LABEL_MAX:
+                errors.add(f"{t_base}.key", key, f"a taint key of at most {EKS_LABEL_MAX} characters, its prefix included (EKS CreateNodegroup, Taint)")
             if taint.get("value") is not None:
                 errors.check_re(f"{t_base}.value", taint["value"], LABEL_VALUE_RE, "a Kubernetes taint value (63 characters at most), or leave it unset")
             errors.check_choice(f"{t_base}.effect", taint.get("effect"), TAINT_EFFECTS)
+
+
+def _validate_label(errors, base, key, value):
+    """One node label of a pool: Kubernetes' syntax, EKS's lengths, kubelet's reserved namespaces."""
+    if errors.check_re(f"{base}.labels key", key, LABEL_KEY_RE, "a Kubernetes label key"):
+        if len(key) > EKS_LABEL_MAX:
+            errors.add(f"{base}.labels key", key, f"a label key of at most {EKS_LABEL_MAX} characters, its prefix included (EKS CreateNodegroup, labels)")
+        elif kubelet_refuses_label(key):
+            errors.add(f"{base}.labels key", key,
+                       "a key outside the kubernetes.io and k8s.io namespaces, or under " + " or ".join(KUBELET_LABEL_NAMESPACES)
+                       + " (kubelet refuses other keys there in --node-labels, and the nodes would never join)")
+    if errors.check_re(
+        f"{base}.labels[{key}]", value, LABEL_VALUE_RE,
+        "a Kubernetes label value (63 characters at most, quoted if it looks like a number or boolean)",
+    ) and value == "":
+        errors.add(f"{base}.labels[{key}]", value, "a label value of 1-63 characters (EKS CreateNodegroup refuses an empty value)")
 
 
 def _validate_storage(errors, storage):
@@ -336,7 +369,7 @@ def deployment_errors(variables):
         errors.add("trainium_node_pools", pools, f"a list of 1 to {MAX_POOLS} node pools")
     else:
         for index, pool in enumerate(pools):
-            _validate_pool(errors, index, pool, pool_names)
+            _validate_pool(errors, index, pool, pool_names, variables.get("trainium_cluster_name"))
     _validate_storage(errors, variables.get("trainium_storage"))
     _validate_image(errors, variables.get("trainium_image"))
     _validate_dataset(errors, variables.get("trainium_dataset"))
@@ -433,6 +466,8 @@ def _place_pool(errors, index, pool, capacity, region, preferred):
             "availability_zone": chosen["name"],
             "availability_zone_id": chosen["id"],
             "offered_availability_zones": [z["name"] for z in zones],
+            # What one node of the pool advertises and runs ranks on: logical NeuronCores at the pool's LNC.
+            "neuron_cores": logical_neuron_cores(info.get("neuron_cores"), pool.get("logical_nc_config") or default_lnc(itype)),
         }
     )
     return placed
@@ -510,13 +545,15 @@ def job_fit_errors(job, pools, capacity):
         # A parked pool: the job cannot run until count is raised again, but the pool may be parked.
         return list(errors)
     info = capacity["instance_types"].get(pool["instance_type"], {})
-    cores = info.get("neuron_cores", 0)
+    lnc = pool.get("logical_nc_config") or default_lnc(pool["instance_type"])
+    cores = logical_neuron_cores(info.get("neuron_cores", 0), lnc)
     if job["nnodes"] > pool["count"]:
         errors.add("trainium_job.nnodes", job["nnodes"], f"at most {pool['count']}, the node count of pool {pool['name']!r}")
     if cores and job["nproc_per_node"] > cores:
         errors.add(
             "trainium_job.nproc_per_node", job["nproc_per_node"],
-            f"at most {cores}, the NeuronCores of one {pool['instance_type']} in pool {pool['name']!r}",
+            f"at most {cores}, the NeuronCores of one {pool['instance_type']} in pool {pool['name']!r}"
+            + (f" ({info.get('neuron_cores')} physical cores at logical_nc_config {lnc})" if lnc > 1 else ""),
         )
     return list(errors)
 
@@ -560,6 +597,9 @@ def normalize_pool(pool, cluster, tags):
             "capacity_type": pool.get("capacity_type") or "ON_DEMAND",
             "capacity_reservation_id": pool.get("capacity_reservation_id") or None,
             "availability_zone": pool.get("availability_zone") or None,
+            "logical_nc_config": default_lnc(pool["instance_type"]) if pool.get("logical_nc_config") is None else pool["logical_nc_config"],
+            # The node AMI's LNC for the type: the launch template writes the pool's into the node's config when it differs.
+            "logical_nc_config_default": default_lnc(pool["instance_type"]),
             "min_count": pool["count"] if pool.get("min_count") is None else pool["min_count"],
             "max_count": default_max_count(pool["count"]) if pool.get("max_count") is None else pool["max_count"],
             "parked": pool["count"] == 0,

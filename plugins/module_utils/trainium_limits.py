@@ -43,3 +43,73 @@ def fsx_capacity_ok(capacity):
     if capacity == FSX_SMALLEST_CAPACITY:
         return True
     return FSX_CAPACITY_STEP <= capacity <= FSX_LARGEST_CAPACITY and not capacity % FSX_CAPACITY_STEP
+
+# EKS CreateNodegroup, nodegroupName: letters, digits, '-' and '_', starting
+# with a letter or digit, at most 63 characters (Amazon EKS API Reference,
+# CreateNodegroup). The collection names a pool's node group <cluster>-<pool>.
+NODEGROUP_NAME_MAX = 63
+NODEGROUP_NAME_RULE = (f"at most {NODEGROUP_NAME_MAX} characters for the node group name <trainium_cluster_name>-<name> "
+                       "(EKS CreateNodegroup, nodegroupName)")
+
+# EKS CreateNodegroup, labels: key and value 1-63 characters each; taints: key
+# 1-63, value 0-63 (Amazon EKS API Reference, CreateNodegroup and Taint).
+EKS_LABEL_MAX = 63
+
+# kubelet refuses --node-labels in the kubernetes.io and k8s.io namespaces
+# (and their subdomains) unless the key is one it sets itself or lies under
+# kubelet.kubernetes.io or node.kubernetes.io (Kubernetes,
+# cmd/kubelet/app/options ValidateKubeletFlags; k8s.io/kubelet
+# pkg/apis/well_known_labels.go). A node group with such a label gets nodes
+# that never join.
+KUBELET_LABELS = (
+    "beta.kubernetes.io/arch", "beta.kubernetes.io/instance-type", "beta.kubernetes.io/os",
+    "failure-domain.beta.kubernetes.io/region", "failure-domain.beta.kubernetes.io/zone",
+    "kubernetes.io/arch", "kubernetes.io/hostname", "kubernetes.io/os", "node.kubernetes.io/instance-type",
+    "topology.kubernetes.io/region", "topology.kubernetes.io/zone",
+)
+KUBELET_LABEL_NAMESPACES = ("kubelet.kubernetes.io", "node.kubernetes.io")
+
+
+def _in_namespace(namespace, domain):
+    return namespace == domain or namespace.endswith("." + domain)
+
+
+def kubelet_refuses_label(key):
+    """Whether kubelet refuses ``key`` in --node-labels (a reserved namespace it does not allow)."""
+    namespace = key.split("/", 1)[0] if "/" in key else ""
+    if not (_in_namespace(namespace, "kubernetes.io") or _in_namespace(namespace, "k8s.io")):
+        return False
+    return key not in KUBELET_LABELS and not any(_in_namespace(namespace, allowed) for allowed in KUBELET_LABEL_NAMESPACES)
+
+# Logical NeuronCore configuration (LNC): how many physical NeuronCores make
+# one logical NeuronCore, the unit the device plugin advertises as
+# aws.amazon.com/neuroncore and a training process (rank) runs on. Trainium2
+# devices hold 8 physical cores and default to LNC=2 (4 logical cores per
+# device, 64 per trn2.48xlarge); LNC=1 is set on the node
+# (/opt/aws/neuron/logical_nc_config) and in NEURON_LOGICAL_NC_CONFIG.
+# trn1 supports LNC=1 only. Sources: Neuron documentation, "Logical
+# NeuronCore configuration" and "EKS prerequisites" (Trn2 LNC
+# configuration); Neuron compiler error EARG001 ("On trn1, only lnc=1 is
+# supported").
+LNC_CHOICES = {"trn1": (1,), "trn1n": (1,), "trn2": (1, 2)}
+LNC_DEFAULTS = {"trn1": 1, "trn1n": 1, "trn2": 2}
+
+
+def instance_family(instance_type):
+    """``trn2`` of ``trn2.48xlarge``."""
+    return str(instance_type).split(".", 1)[0]
+
+
+def lnc_choices(instance_type):
+    """The LNC values the instance type supports (1 alone where Neuron documents no other)."""
+    return LNC_CHOICES.get(instance_family(instance_type), (1,))
+
+
+def default_lnc(instance_type):
+    """The LNC a node of the type has unless told otherwise (the AMI's default)."""
+    return LNC_DEFAULTS.get(instance_family(instance_type), 1)
+
+
+def logical_neuron_cores(physical_cores, lnc):
+    """The NeuronCores a node advertises and runs ranks on: physical cores grouped by ``lnc``."""
+    return int(physical_cores or 0) // max(int(lnc or 1), 1)

@@ -25,6 +25,7 @@ import shlex
 import time
 
 from ansible_collections.trainium.eks.plugins.module_utils import trainium_kube as kube
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_limits import default_lnc, lnc_choices
 
 GROUP, VERSION, PLURAL = "batch.volcano.sh", "v1alpha1", "jobs"
 PG_GROUP, PG_VERSION, PG_PLURAL = "scheduling.volcano.sh", "v1beta1", "podgroups"
@@ -132,6 +133,14 @@ def efa_interfaces(params):
     return EFA_INTERFACES.get(params.get("instance_type"))
 
 
+def logical_nc_config(params):
+    """The LNC the job's pods run at, or None on a type that has only LNC 1 (trn1: nothing to set)."""
+    itype = params.get("instance_type")
+    if len(lnc_choices(itype)) < 2:
+        return None
+    return params.get("logical_nc_config") or default_lnc(itype)
+
+
 def rdzv_endpoint(params, compact=False):
     if params.get("rdzv_endpoint"):
         return params["rdzv_endpoint"]
@@ -161,6 +170,10 @@ def problems(params):
     if neuron_devices(params) is None or efa_interfaces(params) is None:
         found.append(f"instance_type: got {params.get('instance_type')!r} without neuron_devices and efa_interfaces; allowed: "
                      f"{', '.join(sorted(NEURON_DEVICES))}, or any type with both set")
+    lnc = params.get("logical_nc_config")
+    if lnc is not None and int(lnc) not in lnc_choices(params.get("instance_type")):
+        found.append(f"logical_nc_config: got {lnc} for {params.get('instance_type')}; allowed: "
+                     f"{', '.join(map(str, lnc_choices(params.get('instance_type'))))} (Neuron: LNC 2 exists on Trainium2 and later)")
     if params.get("max_retry") is not None and int(params["max_retry"]) < 0:
         found.append(f"max_retry: got {params['max_retry']}; allowed: 0 or more")
     if params.get("mode") == "precompile" and not params.get("steps_this_run"):
@@ -215,6 +228,7 @@ def environment(params, replica):
         ("FI_PROVIDER", "efa"),
         ("FI_EFA_FORK_SAFE", "1"),
         ("NEURON_RT_RESET_CORES", "1"),
+        *((("NEURON_LOGICAL_NC_CONFIG", str(logical_nc_config(params))),) if logical_nc_config(params) else ()),
         ("XLA_TRANSFER_SEED_ASYNC", "1"),
         ("NEURON_CC_FLAGS", f"--cache_dir=/{_join(cache_root, f'{cacheset}_{replica}')}"),
         ("TRANSFORMERS_CACHE", f"/{_join(params.get('mount_path') or '/data', 'transformers_cache', f'{cacheset}_{replica}')}"),
@@ -352,6 +366,8 @@ def fingerprint(params):
             "script_args": strip_run_length([str(arg) for arg in params.get("script_args") or []]),
             "nnodes": int(params["nnodes"]), "nproc_per_node": int(params["nproc_per_node"]), "bf16": bool(params.get("bf16")),
             "instance_type": params["instance_type"]}
+    if logical_nc_config(params):
+        body["logical_nc_config"] = logical_nc_config(params)
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
 
 

@@ -18,6 +18,7 @@ import re
 
 from ansible_collections.trainium.eks.plugins.module_utils import trainium_kube as kube
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_deployment import POOL_LABEL
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_limits import default_lnc, logical_neuron_cores
 
 NEURON = "aws.amazon.com/neuron"
 NEURONCORE = "aws.amazon.com/neuroncore"
@@ -43,12 +44,14 @@ def quantity(value):
         return 0
 
 
-def expected_figures(instance_type, instance_types):
-    """(devices, cores, EFA interfaces) a node of ``instance_type`` has; None when the type is unknown."""
+def expected_figures(instance_type, instance_types, lnc=None):
+    """(devices, logical cores, EFA interfaces) a node of ``instance_type`` advertises at LNC ``lnc`` (unset: the type's
+    default); None when the type is unknown."""
     info = (instance_types or {}).get(instance_type)
     if not info:
         return None
-    return (int(info.get("neuron_devices") or 0), int(info.get("neuron_cores") or 0), int(info.get("max_efa_interfaces") or 0))
+    cores = logical_neuron_cores(info.get("neuron_cores"), lnc or default_lnc(instance_type))
+    return (int(info.get("neuron_devices") or 0), cores, int(info.get("max_efa_interfaces") or 0))
 
 
 def plugin_pods_by_node(pods):
@@ -73,8 +76,9 @@ def node_ready(node):
     return False, "no Ready condition"
 
 
-def inspect_node(node, instance_types, plugins_here, require_device_plugins=True):
-    """The report of one node: its figures, what it should have, and its problems (one short phrase each)."""
+def inspect_node(node, instance_types, plugins_here, require_device_plugins=True, lnc=None):
+    """The report of one node: its figures, what it should have (NeuronCores at its pool's LNC), and its problems (one short
+    phrase each)."""
     metadata = node.get("metadata") or {}
     labels = metadata.get("labels") or {}
     spec = node.get("spec") or {}
@@ -99,7 +103,7 @@ def inspect_node(node, instance_types, plugins_here, require_device_plugins=True
     problems = report["problems"]
     if not ready:
         problems.append(f"NotReady ({reason})")
-    expected = expected_figures(instance_type, instance_types)
+    expected = expected_figures(instance_type, instance_types, lnc)
     if expected is None:
         problems.append(f"instance type {instance_type} is not among the types checked ({', '.join(sorted(instance_types or {})) or 'none'})")
         return report
@@ -207,7 +211,9 @@ def check(reader, pools, instance_types, namespace="kube-system", remediate=Fals
     names = [pool["name"] for pool in pools]
     nodes = reader.nodes(pool_selector(names)) if names else []
     plugins = plugin_pods_by_node(reader.plugin_pods(namespace)) if nodes else {}
-    reports = [inspect_node(node, instance_types, plugins.get((node.get("metadata") or {}).get("name")), require_device_plugins)
+    lnc = {pool["name"]: pool.get("logical_nc_config") for pool in pools}
+    reports = [inspect_node(node, instance_types, plugins.get((node.get("metadata") or {}).get("name")), require_device_plugins,
+                            lnc.get(((node.get("metadata") or {}).get("labels") or {}).get(POOL_LABEL)))
                for node in sorted(nodes, key=lambda n: (n.get("metadata") or {}).get("name") or "")]
     remediated = []
     if remediate:

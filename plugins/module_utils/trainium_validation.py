@@ -40,6 +40,7 @@ from ansible_collections.trainium.eks.plugins.module_utils.trainium_deployment i
     PINNED_IMAGE_RE,
     deployment_errors,
 )
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_neuron_job import EFA_INTERFACES
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_problems import Problems, describe, is_int, unique
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_survey import SURVEY_VARIABLES
 
@@ -452,9 +453,24 @@ def _node_agent_problems(role, values, image_names=None):
     return problems
 
 
+def _pool_types_covered(problems, name, types, pools, needs, what):
+    """One line per pool whose instance type a device plugin's DaemonSet would not run on (it selects nodes by type)."""
+    if not isinstance(types, list) or not isinstance(pools, list):
+        return
+    for index, pool in enumerate(pools):
+        itype = pool.get("instance_type") if isinstance(pool, dict) else None
+        if isinstance(itype, str) and needs(itype) and itype not in types:
+            problems.add(name, types, f"a list that holds {itype}, the instance type of trainium_node_pools[{index}]: the DaemonSet runs "
+                                      f"only on the listed types, and without it those nodes {what}")
+
+
 def neuron_device_plugin_problems(values):
-    """The neuron_device_plugin role: pinned image, instance types, wait timeout; the scheduler extension is not there yet."""
+    """The neuron_device_plugin role: pinned image, instance types (every pool's among them), wait timeout; the scheduler
+    extension is not there yet."""
     problems = _node_agent_problems("neuron_device_plugin", values)
+    _pool_types_covered(problems, "neuron_device_plugin_instance_types", values.get("neuron_device_plugin_instance_types"),
+                        values.get("trainium_node_pools"), lambda itype: True,
+                        "advertise no aws.amazon.com/neuron and no job can be placed on them")
     if values.get("neuron_device_plugin_scheduler_extension"):
         problems.add("neuron_device_plugin_scheduler_extension", True,
                      "false; the Neuron scheduler extension is not implemented yet (whole-node jobs do not need it)")
@@ -464,6 +480,9 @@ def neuron_device_plugin_problems(values):
 def efa_device_plugin_problems(values):
     """The efa_device_plugin role: the image (given, or the EKS add-on registry of the region), instance types, wait timeout."""
     problems = _node_agent_problems("efa_device_plugin", values, image_names=())
+    _pool_types_covered(problems, "efa_device_plugin_instance_types", values.get("efa_device_plugin_instance_types"),
+                        values.get("trainium_node_pools"), lambda itype: EFA_INTERFACES.get(itype, 0) > 0,
+                        "advertise no vpc.amazonaws.com/efa and the job's pods, which ask for every EFA interface, never start")
     accounts = values.get("efa_device_plugin_ecr_accounts")
     if problems.check_mapping("efa_device_plugin_ecr_accounts", accounts):
         for region, account in sorted(accounts.items()):
@@ -507,6 +526,38 @@ VOLCANO_MANIFEST_SHA256 = {
 }
 
 
+# The Kubernetes minor versions each Volcano minor release supports (volcano-sh/volcano README.md, "Kubernetes
+# compatibility"): the validation pass refuses a trainium_kubernetes_version outside the pinned release's range.
+VOLCANO_KUBERNETES = {
+    "v1.10": ("1.21", "1.30"),
+    "v1.11": ("1.21", "1.31"),
+    "v1.12": ("1.21", "1.32"),
+    "v1.13": ("1.23", "1.33"),
+    "v1.14": ("1.23", "1.34"),
+    "v1.15": ("1.24", "1.35"),
+}
+
+
+def _minor(version):
+    return tuple(int(part) for part in version.split("."))
+
+
+def volcano_kubernetes_problem(volcano_version, kubernetes_version):
+    """The line for a Kubernetes version the pinned Volcano release does not support, or None (also for a release
+    whose range this collection does not know)."""
+    if not (isinstance(volcano_version, str) and isinstance(kubernetes_version, str) and re.match(r"^[0-9]+\.[0-9]+$", kubernetes_version)):
+        return None
+    supported = VOLCANO_KUBERNETES.get(".".join(volcano_version.split(".")[:2]))
+    if not supported or _minor(supported[0]) <= _minor(kubernetes_version) <= _minor(supported[1]):
+        return None
+    newer = [v for v, (_, high) in sorted(VOLCANO_KUBERNETES.items(), key=lambda item: _minor(item[0][1:]))
+             if _minor(high) >= _minor(kubernetes_version) >= _minor(VOLCANO_KUBERNETES[v][0])]
+    return (f"trainium_kubernetes_version: got {kubernetes_version!r} (str); allowed: a version that Volcano {volcano_version} "
+            f"(volcano_version) supports, {supported[0]} to {supported[1]} (Volcano README, 'Kubernetes compatibility'); "
+            + (f"or a Volcano release of {', '.join(newer)}" if newer else "no Volcano release this collection knows supports it yet")
+            + " (volcano_allow_unsupported_kubernetes: true runs it anyway)")
+
+
 def volcano_release_sha256(version):
     """The shipped sha256 of a Volcano release's manifest, or '' for a release this collection never checked."""
     return VOLCANO_MANIFEST_SHA256.get(version, "") if isinstance(version, str) else ""
@@ -543,6 +594,10 @@ def volcano_problems(values):
             f"(only for {', '.join(sorted(VOLCANO_MANIFEST_SHA256))}) and never trusts a download on first use; "
             f"check the file, then compute it with: curl -fsSL {shown} | sha256sum",
         )
+    if version_ok and not values.get("volcano_allow_unsupported_kubernetes"):
+        line = volcano_kubernetes_problem(version, values.get("trainium_kubernetes_version"))
+        if line:
+            problems.append(line)
     queues = values.get("volcano_queues") or []
     names = []
     for index, queue in enumerate(queues if isinstance(queues, list) else []):

@@ -104,6 +104,15 @@ options:
       - Instance type of the nodes (nodeSelector C(node.kubernetes.io/instance-type)).
     type: str
     default: trn1.32xlarge
+  logical_nc_config:
+    description:
+      - Logical NeuronCore configuration of the nodes (the pool's C(logical_nc_config)). On a type that supports more
+        than one (trn2), the pods get C(NEURON_LOGICAL_NC_CONFIG) with it and it is part of the precompile fingerprint
+        (the compiler's C(--logical-nc-config) must match the runtime's); on trn1, which supports only 1, nothing is added.
+        Unset, the type's default (2 on trn2).
+    type: int
+    choices: [1, 2]
+    version_added: 0.5.0
   neuron_devices:
     description:
       - C(aws.amazon.com/neuron) per pod; default from O(instance_type) - trn1.2xlarge 1, trn1.32xlarge, trn1n.32xlarge
@@ -385,6 +394,7 @@ ARGUMENT_SPEC = dict(
     nnodes=dict(type="int", default=2),
     nproc_per_node=dict(type="int", default=32),
     instance_type=dict(type="str", default="trn1.32xlarge"),
+    logical_nc_config=dict(type="int", choices=[1, 2]),
     neuron_devices=dict(type="int"),
     efa_interfaces=dict(type="int"),
     rdzv_backend=dict(type="str", choices=["etcd", "etcd-v2", "c10d"], default="etcd"),

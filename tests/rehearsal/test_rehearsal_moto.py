@@ -230,3 +230,36 @@ def test_creations_take_aws_time_at_the_scale_factor(aws, rehearsal, wait_until)
     assert 5.5 <= ready["cluster"][1] < 12
     assert 2.5 <= ready["nodegroup"][1] < ready["cluster"][1]
     assert 4.3 <= ready["file_system"][1] < 12
+
+
+def _refused(call, **kwargs):
+    with pytest.raises(botocore.exceptions.ClientError) as refused:
+        call(**kwargs)
+    return refused.value.response["Error"]
+
+
+def test_eks_refuses_node_group_names_labels_and_taints_out_of_bounds(aws):
+    """The Amazon EKS API Reference's bounds (CreateNodegroup, UpdateNodegroupConfig), sent straight to moto
+    (without botocore's own check of minimum lengths, which stops an empty label value before it is sent)."""
+    eks = aws.client("eks", validate=False)
+    subnets = [s["SubnetId"] for s in aws.client("ec2").describe_subnets()["Subnets"][:2]]
+    eks.create_cluster(name="ng-rules", roleArn="arn:aws:iam::123456789012:role/eks", resourcesVpcConfig={"subnetIds": subnets})
+    base = {"clusterName": "ng-rules", "nodeRole": "arn:aws:iam::123456789012:role/node", "subnets": subnets}
+    # The collection's <cluster>-<pool> with a 40-character cluster and a 23-character pool: 64 characters.
+    long_name = "T" + "x" * 39 + "-" + "p" * 23
+    error = _refused(eks.create_nodegroup, nodegroupName=long_name, **base)
+    assert error == {"Code": "InvalidParameterException", "Message": "nodeGroupName can't be longer than 63 characters!"}
+    for bad in ("-starts-with-dash", "has.dot"):
+        assert _refused(eks.create_nodegroup, nodegroupName=bad, **base)["Code"] == "InvalidParameterException"
+    error = _refused(eks.create_nodegroup, nodegroupName="labels", labels={"team": "", "example.com/" + "a" * 52: "x"}, **base)
+    assert error["Code"] == "InvalidParameterException"
+    assert "Label value '' of key 'team'" in error["Message"] and "Label key 'example.com/aaa" in error["Message"]
+    error = _refused(eks.create_nodegroup, nodegroupName="taints", taints=[{"key": "k" * 64, "effect": "NO_SCHEDULE"}], **base)
+    assert error["Code"] == "InvalidParameterException" and "Taint key" in error["Message"]
+    assert eks.list_nodegroups(clusterName="ng-rules")["nodegroups"] == []
+    # At the bounds it works, and an update is held to the same rules.
+    eks.create_nodegroup(nodegroupName=long_name[:63], labels={"k" * 63: "v" * 63}, **base)
+    error = _refused(eks.update_nodegroup_config, clusterName="ng-rules", nodegroupName=long_name[:63],
+                     labels={"addOrUpdateLabels": {"team": ""}})
+    assert error["Code"] == "InvalidParameterException" and "Label value" in error["Message"]
+    assert eks.list_nodegroups(clusterName="ng-rules")["nodegroups"] == [long_name[:63]]

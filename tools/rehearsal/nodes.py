@@ -60,6 +60,7 @@ from ansible_collections.trainium.eks.plugins.module_utils.trainium_deployment i
     place_node_pools,
     system_pool,
 )
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_limits import default_lnc, logical_neuron_cores  # noqa: E402
 
 FIELD_MANAGER = "rehearsal-nodes"
 KWOK_LABEL = ("type", "kwok")
@@ -167,11 +168,12 @@ def plan_pools(variables):
     return planned
 
 
-def resources(info):
-    """What the node reports: the device plugins add Neuron and EFA only where the type has them."""
+def resources(info, lnc=1):
+    """What the node reports: the device plugins add Neuron and EFA only where the type has them, and count
+    NeuronCores as the node's Logical NeuronCore configuration groups them (64 on a trn2.48xlarge at LNC=2)."""
     devices = {
         "aws.amazon.com/neuron": str(info.get("neuron_devices") or 0),
-        "aws.amazon.com/neuroncore": str(info.get("neuron_cores") or 0),
+        "aws.amazon.com/neuroncore": str(logical_neuron_cores(info.get("neuron_cores"), lnc)),
         "vpc.amazonaws.com/efa": str(info.get("max_efa_interfaces") or 0),
     }
     return {
@@ -216,7 +218,8 @@ def node_objects(planned, cluster, lost):
         for index in range(int(pool["count"])):
             name = f"{pool['name']}-{index}"
             zone = item["zones"][index % len(item["zones"])]
-            figures = resources(info)
+            # The node's LNC: its launch template's config file, else the AMI's default for the type.
+            figures = resources(info, pool.get("logical_nc_config") or default_lnc(pool["instance_type"]))
             if name in lost:
                 figures.update({resource: "0" for resource in NEURON_RESOURCES})
             node = {

@@ -2,7 +2,9 @@
 # The local rehearsal: real services on 127.0.0.1 that stand in for AWS.
 #   tools/rehearsal/rehearsal.sh up|down|status
 # Idempotent: `up` builds what is not cached yet, starts only what is not
-# already healthy and restarts what crashed; `down` stops everything in reverse
+# already healthy and restarts what crashed; the AWS side (moto) and the
+# cluster's side start empty together (fresh_cluster_state below), as after a
+# teardown on AWS; `down` stops everything in reverse
 # order and checks that no port is left open. Writes .rehearsal/env.sh (source
 # it); logs go to .rehearsal/logs/.
 #
@@ -51,9 +53,33 @@ write_env() {
   say "wrote $STATE/env.sh (mode 0600)"
 }
 
+# The cluster's state: what lives and dies with the EKS cluster and its file
+# system on AWS (the API server's etcd, the rendezvous etcd, the pods' files,
+# the volumes of the file system, Volcano's cache dumps).
+CLUSTER_STATE=(etcd-kube etcd-rendezvous pods shared volcano)
+
+# moto keeps nothing across a restart: a moto that starts afresh is an empty
+# AWS account, where no cluster can have kept its objects. So the Kubernetes
+# side starts afresh with it (stopping what still runs on the old state, if
+# moto alone went away); while moto runs, `up` removes nothing. The images in
+# the registry and the build caches stay: they are caches, addressed by digest.
+fresh_cluster_state() {
+  [[ " ${SERVICES[*]} " == *" moto "* ]] || return 0
+  svc_moto_status 2>/dev/null && return 0
+  local stale=() dir i
+  for dir in "${CLUSTER_STATE[@]}"; do [[ -e "$STATE/$dir" ]] && stale+=("$dir"); done
+  (( ${#stale[@]} )) || return 0
+  for (( i=${#SERVICES[@]}-1; i>=0; i-- )); do
+    [[ "${SERVICES[i]}" == moto ]] || "svc_${SERVICES[i]}_down"
+  done
+  say "moto starts empty (it keeps no state across a restart), so the cluster's side starts empty too: removing ${stale[*]} under $STATE"
+  for dir in "${stale[@]}"; do rm -rf "${STATE:?}/$dir"; done
+}
+
 case "${1:-}" in
   up)
     started=$(date +%s)
+    fresh_cluster_state
     mkdir -p "$LOGS" "$RUN" "$STATE/bin"
     for service in "${SERVICES[@]}"; do "svc_${service}_up"; done
     write_env

@@ -59,6 +59,19 @@ def test_resources_of_a_trainium_type_keep_the_devices():
     assert figures["memory"] == "512Gi"
 
 
+def test_trn2_nodes_advertise_the_logical_cores_of_their_pool():
+    """The stand-in device plugin counts as Neuron's does: 128 physical cores are 64 at the trn2 default LNC=2."""
+    trn2 = dict(TRN1_32XL, instance_type="trn2.48xlarge", neuron_cores=128, neuron_cores_per_device=8, max_efa_interfaces=16)
+    assert nodes.resources(trn2, 2)["aws.amazon.com/neuroncore"] == "64"
+    assert nodes.resources(trn2, 1)["aws.amazon.com/neuroncore"] == "128"
+    item = {"pool": {"name": "trn2", "instance_type": "trn2.48xlarge", "count": 1}, "info": trn2, "zones": ["us-west-2d"], "region": "us-west-2"}
+    (node,) = nodes.node_objects([item], "trn-bert", set()).values()
+    assert node["status"]["allocatable"]["aws.amazon.com/neuroncore"] == "64"
+    item["pool"]["logical_nc_config"] = 1
+    (node,) = nodes.node_objects([item], "trn-bert", set()).values()
+    assert node["status"]["allocatable"]["aws.amazon.com/neuroncore"] == "128"
+
+
 def test_system_nodes_alternate_over_the_cluster_zones():
     made = nodes.node_objects([_system_item(count=3)], "trn-rehearsal", set())
     assert list(made) == ["system-0", "system-1", "system-2"]

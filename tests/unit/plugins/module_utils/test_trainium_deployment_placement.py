@@ -74,7 +74,19 @@ def test_first_offering_zone_by_name(capacity):
         "availability_zone": "us-west-2b",
         "availability_zone_id": "usw2-az1",
         "offered_availability_zones": ["us-west-2b", "us-west-2d"],
+        "neuron_cores": 32,
     }]
+
+
+def test_a_trn2_pool_runs_on_logical_cores(capacity):
+    """16 devices of 8 physical cores: 64 NeuronCores at the default LNC 2, 128 at LNC 1."""
+    # us-west-2 offers no trn2 (neither here nor on AWS today): say us-west-2d does.
+    capacity["instance_types"]["trn2.48xlarge"].update(offered=True, availability_zones=["us-west-2d"], availability_zone_ids=["usw2-az4"])
+    assert capacity["instance_types"]["trn2.48xlarge"]["neuron_cores"] == 128
+    (placed,) = place_node_pools([_pool("trn2", "trn2.48xlarge", count=1)], capacity, REGION)["node_pools"]
+    assert placed["neuron_cores"] == 64
+    (placed,) = place_node_pools([_pool("trn2", "trn2.48xlarge", count=1, logical_nc_config=1)], capacity, REGION)["node_pools"]
+    assert placed["neuron_cores"] == 128
 
 
 def test_capacity_type_defaults_to_on_demand(capacity):
@@ -284,7 +296,14 @@ def test_fitting_job(capacity):
 
 
 def test_job_using_all_trn2_cores(capacity):
-    assert job_fit_errors(_job(nproc=128, node_pool="trn2"), [_pool(), _pool("trn2", "trn2.48xlarge", count=4)], capacity) == []
+    """trn2 defaults to LNC=2: its 128 physical cores are 64 logical ones, one rank each; LNC=1 gives 128."""
+    assert job_fit_errors(_job(nproc=64, node_pool="trn2"), [_pool(), _pool("trn2", "trn2.48xlarge", count=4)], capacity) == []
+    assert job_fit_errors(_job(nproc=128, node_pool="trn2"), [_pool(), _pool("trn2", "trn2.48xlarge", count=4)], capacity) == [
+        "trainium_job.nproc_per_node: got 128 (int); allowed: at most 64, the NeuronCores of one trn2.48xlarge in pool 'trn2' "
+        "(128 physical cores at logical_nc_config 2)",
+    ]
+    lnc1 = _pool("trn2", "trn2.48xlarge", count=4, logical_nc_config=1)
+    assert job_fit_errors(_job(nproc=128, node_pool="trn2"), [lnc1], capacity) == []
 
 
 def test_nnodes_above_pool_count(capacity):

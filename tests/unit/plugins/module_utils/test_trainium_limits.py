@@ -50,3 +50,15 @@ def test_constants_are_one_object_in_every_layer():
                                       ("u-6tb1.metal", True), ("trn1", False), ("Trn1.32xlarge", False), (".large", False)])
 def test_instance_type_pattern(name, ok):
     assert bool(limits.INSTANCE_TYPE_RE.match(name)) is ok
+
+
+# kubelet's own list (k8s.io/kubelet pkg/apis/well_known_labels.go, cmd/kubelet ValidateKubeletFlags).
+@pytest.mark.parametrize("key, refused", [
+    ("team", False), ("example.com/team", False), ("kubernetes.io.example.com/team", False),
+    ("kubernetes.io/hostname", False), ("node.kubernetes.io/instance-type", False), ("node.kubernetes.io/lifecycle", False),
+    ("kubelet.kubernetes.io/anything", False), ("x.node.kubernetes.io/anything", False), ("beta.kubernetes.io/arch", False),
+    ("kubernetes.io/role", True), ("node-role.kubernetes.io/worker", True), ("k8s.io/team", True), ("sub.k8s.io/team", True),
+    ("topology.kubernetes.io/rack", True), ("node.k8s.io/team", True),
+])
+def test_kubelet_reserved_label_namespaces(key, refused):
+    assert limits.kubelet_refuses_label(key) is refused

@@ -374,3 +374,22 @@ def test_pods_carry_no_api_token_and_no_privilege_escalation():
     assert spec["automountServiceAccountToken"] is False and spec["enableServiceLinks"] is False
     assert spec["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}}
     assert spec["containers"][0]["securityContext"] == {"allowPrivilegeEscalation": False}
+
+
+def _env_names(params):
+    return {e["name"]: e.get("value") for e in nj.environment(params, 0)}
+
+
+def test_trn2_pods_get_the_lnc_and_the_fingerprint_follows_it():
+    """NEURON_LOGICAL_NC_CONFIG on trn2 (default 2); nothing on trn1, which has LNC 1 only; the compile cache depends on it."""
+    assert "NEURON_LOGICAL_NC_CONFIG" not in _env_names(dict(PARAMS, logical_nc_config=1))
+    trn2 = dict(PARAMS, instance_type="trn2.48xlarge", nproc_per_node=64)
+    assert _env_names(trn2)["NEURON_LOGICAL_NC_CONFIG"] == "2"
+    assert _env_names(dict(trn2, logical_nc_config=1))["NEURON_LOGICAL_NC_CONFIG"] == "1"
+    precompile = dict(trn2, mode="precompile", steps_this_run=10)
+    assert nj.fingerprint(dict(precompile, logical_nc_config=2)) == nj.fingerprint(precompile)
+    assert nj.fingerprint(dict(precompile, logical_nc_config=1)) != nj.fingerprint(precompile)
+    assert nj.fingerprint(dict(PRECOMPILE, logical_nc_config=1)) == nj.fingerprint(PRECOMPILE)
+    assert nj.problems(trn2) == [] and nj.problems(dict(trn2, logical_nc_config=1)) == []
+    assert nj.problems(dict(PARAMS, logical_nc_config=2)) == [
+        "logical_nc_config: got 2 for trn1.32xlarge; allowed: 1 (Neuron: LNC 2 exists on Trainium2 and later)"]

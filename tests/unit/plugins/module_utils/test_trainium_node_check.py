@@ -13,7 +13,9 @@ import pytest
 from ansible_collections.trainium.eks.plugins.module_utils import trainium_node_check as nc
 
 TYPES = {"trn1.32xlarge": {"neuron_devices": 16, "neuron_cores": 32, "max_efa_interfaces": 8},
-         "trn1.2xlarge": {"neuron_devices": 1, "neuron_cores": 2, "max_efa_interfaces": 0}}
+         "trn1.2xlarge": {"neuron_devices": 1, "neuron_cores": 2, "max_efa_interfaces": 0},
+         # DescribeInstanceTypes counts physical cores: 16 devices x 8.
+         "trn2.48xlarge": {"neuron_devices": 16, "neuron_cores": 128, "max_efa_interfaces": 16}}
 
 
 def node(name, pool="trn1", instance_type="trn1.32xlarge", ready=True, neuron="16", cores="32", efa="8", unschedulable=False, taints=None):
@@ -45,6 +47,24 @@ def test_a_healthy_node_has_no_problem():
     assert report["device_plugins"] == {"neuron-device-plugin": "Ready", "efa-device-plugin": "Ready"}
 
 
+def test_trn2_nodes_advertise_logical_cores_of_their_pool_lnc():
+    """At the default LNC=2 a healthy trn2.48xlarge advertises 64 NeuronCores; a pool at LNC=1 wants 128."""
+    trn2 = node("trn2-0", pool="trn2", instance_type="trn2.48xlarge", cores="64", efa="16")
+    plugins = plugins_for("trn2-0")["trn2-0"]
+    report = nc.inspect_node(trn2, TYPES, plugins)
+    assert report["problems"] == [] and report["expected"] == {"neuron": 16, "neuroncore": 64, "efa": 16}
+    assert nc.inspect_node(trn2, TYPES, plugins, lnc=2)["problems"] == []
+    assert nc.inspect_node(trn2, TYPES, plugins, lnc=1)["problems"] == ["aws.amazon.com/neuroncore 64 of 128"]
+
+
+def test_check_takes_the_lnc_of_the_node_pool():
+    nodes = [node("trn1-0", instance_type="trn2.48xlarge", cores="64", efa="16")]
+    pods = [pod(p, "trn1-0") for p in ("neuron-device-plugin", "efa-device-plugin")]
+    assert nc.check(reader_with(nodes, pods), [{"name": "trn1", "logical_nc_config": 2}], TYPES)["healthy"] is True
+    result = nc.check(reader_with(nodes, pods), [{"name": "trn1", "logical_nc_config": 1}], TYPES)
+    assert result["healthy"] is False and result["nodes"][0]["problems"] == ["aws.amazon.com/neuroncore 64 of 128"]
+
+
 def test_lost_cores_are_named_with_the_figures():
     report = nc.inspect_node(node("trn1-0", cores="0"), TYPES, plugins_for("trn1-0")["trn1-0"])
     assert report["problems"] == ["aws.amazon.com/neuroncore 0 of 32"]
@@ -65,7 +85,7 @@ def test_a_type_without_efa_needs_no_efa_plugin():
 
 def test_an_unknown_type_is_a_problem_not_a_crash():
     report = nc.inspect_node(node("x-0", instance_type="m7i.large"), TYPES, {})
-    assert report["problems"] == ["instance type m7i.large is not among the types checked (trn1.2xlarge, trn1.32xlarge)"]
+    assert report["problems"] == ["instance type m7i.large is not among the types checked (trn1.2xlarge, trn1.32xlarge, trn2.48xlarge)"]
 
 
 def test_pool_shortfall_counts_ready_nodes():

@@ -135,6 +135,22 @@ def test_the_efa_device_plugin_runs_only_on_types_with_efa():
     assert "trn1.2xlarge" not in types
 
 
+POOLS = [{"name": "a", "instance_type": "trn1.32xlarge", "count": 2}, {"name": "b", "instance_type": "trn2.48xlarge", "count": 1},
+         {"name": "c", "instance_type": "trn1.2xlarge", "count": 1}]
+
+
+def test_every_pool_type_is_among_the_device_plugins_types():
+    """A pool type the DaemonSet does not select gets no plugin: one line naming the list and the pool."""
+    assert problems("neuron_device_plugin", trainium_node_pools=POOLS) == []
+    assert problems("efa_device_plugin", trainium_node_pools=POOLS) == []
+    (line,) = problems("neuron_device_plugin", trainium_node_pools=POOLS, neuron_device_plugin_instance_types=["trn1.32xlarge", "trn1.2xlarge"])
+    assert line.startswith("neuron_device_plugin_instance_types: got ['trn1.32xlarge', 'trn1.2xlarge'] (list); allowed: a list that holds "
+                           "trn2.48xlarge, the instance type of trainium_node_pools[1]: the DaemonSet runs only on the listed types")
+    # trn1.2xlarge has no EFA: the EFA plugin need not run there.
+    (line,) = problems("efa_device_plugin", trainium_node_pools=POOLS, efa_device_plugin_instance_types=["trn2.48xlarge"])
+    assert "a list that holds trn1.32xlarge, the instance type of trainium_node_pools[0]" in line and "vpc.amazonaws.com/efa" in line
+
+
 def test_defaults_of_neuron_monitor_are_valid():
     assert problems("neuron_monitor") == []
 

@@ -115,3 +115,28 @@ def test_defaults_read_nothing_that_the_first_task_sets():
     assert [line for line in text.splitlines() if "trainium_deployment" in line and not line.lstrip().startswith("#")] == []
     assert yaml.safe_load(text)["volcano_queues"] is None
     assert problems(volcano_queues=None) == []
+
+
+@pytest.mark.parametrize("volcano, kubernetes, refused", [
+    ("v1.15.1", "1.35", False), ("v1.15.1", "1.24", False), ("v1.15.1", "1.36", True), ("v1.15.1", "1.23", True),
+    ("v1.14.0", "1.34", False), ("v1.14.0", "1.35", True), ("v1.10.0", "1.30", False), ("v1.10.0", "1.35", True),
+    # A release whose range the collection does not know: nothing to say.
+    ("v1.16.0", "1.36", False),
+])
+def test_the_kubernetes_version_must_be_one_the_volcano_release_supports(volcano, kubernetes, refused):
+    found = problems(volcano_version=volcano, volcano_manifest_url=URL.replace("v1.15.1", volcano), volcano_manifest_sha256="a" * 64,
+                     trainium_kubernetes_version=kubernetes)
+    assert bool(found) is refused, found
+    if refused:
+        (line,) = found
+        assert line.startswith(f"trainium_kubernetes_version: got '{kubernetes}' (str); allowed: a version that Volcano {volcano} "
+                               "(volcano_version) supports, ")
+        assert "(Volcano README, 'Kubernetes compatibility')" in line and line.endswith("(volcano_allow_unsupported_kubernetes: true runs it anyway)")
+
+
+def test_kubernetes_1_36_names_volcano_and_a_known_good_pair_names_the_release_to_take():
+    (line,) = problems(volcano_version="v1.15.1", volcano_manifest_url=URL, trainium_kubernetes_version="1.36")
+    assert "supports, 1.24 to 1.35" in line and "no Volcano release this collection knows supports it yet" in line
+    (line,) = problems(trainium_kubernetes_version="1.35")
+    assert "Volcano v1.10.0 (volcano_version) supports, 1.21 to 1.30" in line and "or a Volcano release of v1.15" in line
+    assert problems(trainium_kubernetes_version="1.35", volcano_allow_unsupported_kubernetes=True) == []
