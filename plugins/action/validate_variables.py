@@ -21,6 +21,7 @@ from ansible_collections.trainium.eks.plugins.module_utils.trainium_deployment i
     deployment_errors,
     deployment_model,
 )
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_limits import NODEGROUP_NAME_RULE
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_problems import Problems, plain
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_validation import (
     apply_defaults,
@@ -51,6 +52,10 @@ NAME_PROBLEM_RE = re.compile(
 )
 
 
+# Rules on a name that only creating needs: a teardown looks up by the same name whatever its length (a node group
+# name over 63 characters was never created, but its launch template and placement group may have been).
+CREATE_ONLY_RULES = (NODEGROUP_NAME_RULE,)
+
 # The digest of a name whose value the validation pass could not resolve (a default that reads a later stage's facts).
 UNRESOLVED = "unresolved"
 
@@ -72,7 +77,8 @@ class ActionModule(ActionBase):
 
     def _names_only(self, result, deployment):
         """Check only what finding the resources by name needs; a teardown must not fail on anything else."""
-        problems = [problem for problem in deployment_errors(deployment) if NAME_PROBLEM_RE.match(problem)]
+        problems = [problem for problem in deployment_errors(deployment)
+                    if NAME_PROBLEM_RE.match(problem) and not any(rule in problem for rule in CREATE_ONLY_RULES)]
         model = None
         if not problems:
             try:

@@ -31,6 +31,7 @@ from ansible_collections.trainium.eks.plugins.module_utils.trainium_limits impor
     kubelet_refuses_label,
     lnc_choices,
     logical_neuron_cores,
+    pool_lnc,
 )
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_problems import Problems, is_int as _is_int
 
@@ -131,7 +132,7 @@ def _validate_pool(errors, index, pool, seen_names, cluster):
         return
     name = pool.get("name")
     if errors.check_re(f"{base}.name", name, DNS_LABEL_RE, "a DNS label: 1-63 lowercase letters, digits and '-'"):
-        if isinstance(cluster, str) and len(f"{cluster}-{name}") > NODEGROUP_NAME_MAX:
+        if isinstance(cluster, str) and CLUSTER_NAME_RE.fullmatch(cluster) and len(f"{cluster}-{name}") > NODEGROUP_NAME_MAX:
             errors.add(f"{base}.name", name, f"{NODEGROUP_NAME_RULE}; with trainium_cluster_name {cluster!r} a pool name of at most "
                        f"{max(NODEGROUP_NAME_MAX - len(cluster) - 1, 0)} characters")
         if name == SYSTEM_POOL:
@@ -467,7 +468,7 @@ def _place_pool(errors, index, pool, capacity, region, preferred):
             "availability_zone_id": chosen["id"],
             "offered_availability_zones": [z["name"] for z in zones],
             # What one node of the pool advertises and runs ranks on: logical NeuronCores at the pool's LNC.
-            "neuron_cores": logical_neuron_cores(info.get("neuron_cores"), pool.get("logical_nc_config") or default_lnc(itype)),
+            "neuron_cores": logical_neuron_cores(info.get("neuron_cores"), pool_lnc(pool)),
         }
     )
     return placed
@@ -545,7 +546,7 @@ def job_fit_errors(job, pools, capacity):
         # A parked pool: the job cannot run until count is raised again, but the pool may be parked.
         return list(errors)
     info = capacity["instance_types"].get(pool["instance_type"], {})
-    lnc = pool.get("logical_nc_config") or default_lnc(pool["instance_type"])
+    lnc = pool_lnc(pool)
     cores = logical_neuron_cores(info.get("neuron_cores", 0), lnc)
     if job["nnodes"] > pool["count"]:
         errors.add("trainium_job.nnodes", job["nnodes"], f"at most {pool['count']}, the node count of pool {pool['name']!r}")
@@ -597,7 +598,7 @@ def normalize_pool(pool, cluster, tags):
             "capacity_type": pool.get("capacity_type") or "ON_DEMAND",
             "capacity_reservation_id": pool.get("capacity_reservation_id") or None,
             "availability_zone": pool.get("availability_zone") or None,
-            "logical_nc_config": default_lnc(pool["instance_type"]) if pool.get("logical_nc_config") is None else pool["logical_nc_config"],
+            "logical_nc_config": pool_lnc(pool),
             # The node AMI's LNC for the type: the launch template writes the pool's into the node's config when it differs.
             "logical_nc_config_default": default_lnc(pool["instance_type"]),
             "min_count": pool["count"] if pool.get("min_count") is None else pool["min_count"],

@@ -44,9 +44,11 @@ def fsx_capacity_ok(capacity):
         return True
     return FSX_CAPACITY_STEP <= capacity <= FSX_LARGEST_CAPACITY and not capacity % FSX_CAPACITY_STEP
 
-# EKS CreateNodegroup, nodegroupName: letters, digits, '-' and '_', starting
-# with a letter or digit, at most 63 characters (Amazon EKS API Reference,
-# CreateNodegroup). The collection names a pool's node group <cluster>-<pool>.
+
+# EKS node group names: letters, digits, '-' and '_', starting with a letter
+# or digit, at most 63 characters (Amazon EKS User Guide, "Create a managed
+# node group"; the API answers "nodeGroupName can't be longer than 63
+# characters!"). The collection names a pool's node group <cluster>-<pool>.
 NODEGROUP_NAME_MAX = 63
 NODEGROUP_NAME_RULE = (f"at most {NODEGROUP_NAME_MAX} characters for the node group name <trainium_cluster_name>-<name> "
                        "(EKS CreateNodegroup, nodegroupName)")
@@ -81,6 +83,7 @@ def kubelet_refuses_label(key):
         return False
     return key not in KUBELET_LABELS and not any(_in_namespace(namespace, allowed) for allowed in KUBELET_LABEL_NAMESPACES)
 
+
 # Logical NeuronCore configuration (LNC): how many physical NeuronCores make
 # one logical NeuronCore, the unit the device plugin advertises as
 # aws.amazon.com/neuroncore and a training process (rank) runs on. Trainium2
@@ -108,6 +111,12 @@ def lnc_choices(instance_type):
 def default_lnc(instance_type):
     """The LNC a node of the type has unless told otherwise (the AMI's default)."""
     return LNC_DEFAULTS.get(instance_family(instance_type), 1)
+
+
+def pool_lnc(pool):
+    """The LNC of a node pool (or of anything with ``instance_type`` and ``logical_nc_config``): its own, else the type's."""
+    value = pool.get("logical_nc_config")
+    return default_lnc(pool.get("instance_type")) if value is None else value
 
 
 def logical_neuron_cores(physical_cores, lnc):

@@ -25,7 +25,7 @@ import shlex
 import time
 
 from ansible_collections.trainium.eks.plugins.module_utils import trainium_kube as kube
-from ansible_collections.trainium.eks.plugins.module_utils.trainium_limits import default_lnc, lnc_choices
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_limits import lnc_choices, pool_lnc
 
 GROUP, VERSION, PLURAL = "batch.volcano.sh", "v1alpha1", "jobs"
 PG_GROUP, PG_VERSION, PG_PLURAL = "scheduling.volcano.sh", "v1beta1", "podgroups"
@@ -138,7 +138,7 @@ def logical_nc_config(params):
     itype = params.get("instance_type")
     if len(lnc_choices(itype)) < 2:
         return None
-    return params.get("logical_nc_config") or default_lnc(itype)
+    return pool_lnc(params)
 
 
 def rdzv_endpoint(params, compact=False):

@@ -18,7 +18,7 @@ import re
 
 from ansible_collections.trainium.eks.plugins.module_utils import trainium_kube as kube
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_deployment import POOL_LABEL
-from ansible_collections.trainium.eks.plugins.module_utils.trainium_limits import default_lnc, logical_neuron_cores
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_limits import logical_neuron_cores, pool_lnc
 
 NEURON = "aws.amazon.com/neuron"
 NEURONCORE = "aws.amazon.com/neuroncore"
@@ -50,7 +50,7 @@ def expected_figures(instance_type, instance_types, lnc=None):
     info = (instance_types or {}).get(instance_type)
     if not info:
         return None
-    cores = logical_neuron_cores(info.get("neuron_cores"), lnc or default_lnc(instance_type))
+    cores = logical_neuron_cores(info.get("neuron_cores"), pool_lnc({"instance_type": instance_type, "logical_nc_config": lnc}))
     return (int(info.get("neuron_devices") or 0), cores, int(info.get("max_efa_interfaces") or 0))
 
 

@@ -37,6 +37,7 @@ from ansible_collections.trainium.eks.plugins.module_utils.trainium_deployment i
     DNS_LABEL_RE,
     IMAGE_TAG_RE,
     INSTANCE_TYPE_RE,
+    KUBERNETES_VERSIONS,
     PINNED_IMAGE_RE,
     deployment_errors,
 )
@@ -543,17 +544,18 @@ def _minor(version):
 
 
 def volcano_kubernetes_problem(volcano_version, kubernetes_version):
-    """The line for a Kubernetes version the pinned Volcano release does not support, or None (also for a release
-    whose range this collection does not know)."""
-    if not (isinstance(volcano_version, str) and isinstance(kubernetes_version, str) and re.match(r"^[0-9]+\.[0-9]+$", kubernetes_version)):
+    """What is allowed instead of a Kubernetes version the pinned Volcano release does not support, or None (also for a
+    release whose range this collection does not know)."""
+    # A version EKS does not offer has its line from the deployment variables already.
+    if not isinstance(volcano_version, str) or kubernetes_version not in KUBERNETES_VERSIONS:
         return None
     supported = VOLCANO_KUBERNETES.get(".".join(volcano_version.split(".")[:2]))
     if not supported or _minor(supported[0]) <= _minor(kubernetes_version) <= _minor(supported[1]):
         return None
-    newer = [v for v, (_, high) in sorted(VOLCANO_KUBERNETES.items(), key=lambda item: _minor(item[0][1:]))
-             if _minor(high) >= _minor(kubernetes_version) >= _minor(VOLCANO_KUBERNETES[v][0])]
-    return (f"trainium_kubernetes_version: got {kubernetes_version!r} (str); allowed: a version that Volcano {volcano_version} "
-            f"(volcano_version) supports, {supported[0]} to {supported[1]} (Volcano README, 'Kubernetes compatibility'); "
+    newer = [v for v, (low, high) in sorted(VOLCANO_KUBERNETES.items(), key=lambda item: _minor(item[0][1:]))
+             if _minor(low) <= _minor(kubernetes_version) <= _minor(high)]
+    return (f"a version that Volcano {volcano_version} (volcano_version) supports, {supported[0]} to {supported[1]} (Volcano README, "
+            "'Kubernetes compatibility'); "
             + (f"or a Volcano release of {', '.join(newer)}" if newer else "no Volcano release this collection knows supports it yet")
             + " (volcano_allow_unsupported_kubernetes: true runs it anyway)")
 
@@ -595,9 +597,9 @@ def volcano_problems(values):
             f"check the file, then compute it with: curl -fsSL {shown} | sha256sum",
         )
     if version_ok and not values.get("volcano_allow_unsupported_kubernetes"):
-        line = volcano_kubernetes_problem(version, values.get("trainium_kubernetes_version"))
-        if line:
-            problems.append(line)
+        allowed = volcano_kubernetes_problem(version, values.get("trainium_kubernetes_version"))
+        if allowed:
+            problems.add("trainium_kubernetes_version", values.get("trainium_kubernetes_version"), allowed)
     queues = values.get("volcano_queues") or []
     names = []
     for index, queue in enumerate(queues if isinstance(queues, list) else []):
@@ -855,6 +857,9 @@ def training_job_problems(values):
         for key, value in env.items():
             if not isinstance(key, str) or not ENV_NAME_RE.match(key):
                 problems.add(f"training_job_env.{key}", key, "an environment variable name (letters, digits and '_', not starting with a digit)")
+            elif key == "NEURON_LOGICAL_NC_CONFIG":
+                problems.add(f"training_job_env.{key}", value, "no such entry: the pods get the node pool's logical_nc_config "
+                             "(trainium_node_pools[].logical_nc_config), which the nodes, the job fit and the compile cache follow too")
             elif SECRET_WORD_RE.search(key):
                 problems.add(f"training_job_env.{key}", key, "no secrets: the Job's spec shows every value in plain text; "
                              "put it in a Kubernetes Secret the image reads")
@@ -900,13 +905,16 @@ def polling_problems(values):
     return problems
 
 
-def role_problems(role, specs, values):
+def role_problems(role, specs, values, deployment=None):
     """Problems of one role's variables: argument spec, polling knobs, then its rules.
 
     ``specs`` is the ``options`` of the role's ``main`` entry point; ``values``
     holds the value of every option that could be resolved (inventory, extra
     vars or role default); options left out are not checked (a default that
-    reads a later stage's facts is not known yet).
+    reads a later stage's facts is not known yet). ``deployment`` holds the
+    deployment variables, which every role's rules see whether its spec
+    declares them or not (the volcano role's reads trainium_kubernetes_version,
+    the device plugins' trainium_node_pools).
     """
     problems = Problems()
     checked = {}
@@ -920,7 +928,8 @@ def role_problems(role, specs, values):
             refused.add(name)
     # The rules see the converted values and the deployment variables; a
     # variable its spec refused already gets no second line from them.
-    context = {name: values[name] for name in DEPLOYMENT_VARIABLES if name in values}
+    context = {name: value for name, value in (deployment or {}).items() if name in DEPLOYMENT_VARIABLES}
+    context.update({name: values[name] for name in DEPLOYMENT_VARIABLES if name in values})
     context.update(checked)
     more = list(polling_problems(checked)) + list(ROLE_RULES.get(role, _no_rules)(context))
     problems.extend(line for line in more if line.split(":", 1)[0].split("[", 1)[0] not in refused)
@@ -939,7 +948,7 @@ def validation_problems(deployment, roles):
         if specs is None:
             lines.append(f"validate_variables roles: got {describe(role)}; allowed: a role of trainium.eks (roles/<name>/meta/argument_specs.yml)")
             continue
-        lines.extend(role_problems(role, specs, values))
+        lines.extend(role_problems(role, specs, values, deployment))
     return unique(lines)
 
 

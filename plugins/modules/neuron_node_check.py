@@ -28,7 +28,7 @@ options:
     description:
       - The node pools to check, for example C(preflight_facts.node_pools). Each item needs C(name);
         with C(count), a pool with fewer Ready nodes is a problem too; with C(logical_nc_config), its nodes should
-        advertise the NeuronCores of that Logical NeuronCore configuration (unset, the type's default: 2 on trn2).
+        advertise the NeuronCores of that Logical NeuronCore configuration (unset, the type's default - 2 on trn2).
         Other keys are ignored.
     type: list
     elements: dict

@@ -47,8 +47,8 @@ import moto_ext_servicequotas
 import moto_ext_ssm
 import moto_ext_timing
 
-SERVICES = (moto_ext_ec2, moto_ext_ecr, moto_ext_eks, moto_ext_eks_addons, moto_ext_eks_rules, moto_ext_fsx, moto_ext_servicequotas, moto_ext_ssm, moto_ext_faults,
-            moto_ext_timing)
+SERVICES = (moto_ext_ec2, moto_ext_ecr, moto_ext_eks, moto_ext_eks_addons, moto_ext_eks_rules, moto_ext_fsx, moto_ext_servicequotas,
+            moto_ext_ssm, moto_ext_faults, moto_ext_timing)
 
 
 def install():

@@ -60,7 +60,7 @@ from ansible_collections.trainium.eks.plugins.module_utils.trainium_deployment i
     place_node_pools,
     system_pool,
 )
-from ansible_collections.trainium.eks.plugins.module_utils.trainium_limits import default_lnc, logical_neuron_cores  # noqa: E402
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_limits import logical_neuron_cores, pool_lnc  # noqa: E402
 
 FIELD_MANAGER = "rehearsal-nodes"
 KWOK_LABEL = ("type", "kwok")
@@ -219,7 +219,7 @@ def node_objects(planned, cluster, lost):
             name = f"{pool['name']}-{index}"
             zone = item["zones"][index % len(item["zones"])]
             # The node's LNC: its launch template's config file, else the AMI's default for the type.
-            figures = resources(info, pool.get("logical_nc_config") or default_lnc(pool["instance_type"]))
+            figures = resources(info, pool_lnc(pool))
             if name in lost:
                 figures.update({resource: "0" for resource in NEURON_RESOURCES})
             node = {

@@ -21,7 +21,8 @@ TEMPLATE = Path(__file__).resolve().parents[3] / "roles" / "trn_launch_template"
 
 
 def render(lnc, lnc_default):
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined)
+    # As Ansible's template lookup renders (trim_blocks on).
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, trim_blocks=True)
     env.filters["to_json"] = json.dumps
     return env.from_string(TEMPLATE.read_text(encoding="utf-8")).render(
         trainium_deployment={"cluster_name": "trn-bert"},

@@ -164,3 +164,59 @@ def test_a_mapping_with_keys_of_mixed_types_gets_its_problem_line_not_a_crash(tm
     # The rule's own line (an environment variable name is a string), not a TypeError from sorting the keys.
     assert got.get("failed") and "not supported between" not in got["msg"], got
     assert "training_job_env.1: got 1 (int); allowed:" in got["msg"], got
+
+
+
+RULES_PLAY = """
+- name: The rules of roles that read deployment variables their specs do not declare
+  hosts: trainium
+  gather_facts: false
+  tasks:
+    - name: The pass
+      trainium.eks.validate_variables:
+        roles: [volcano, neuron_device_plugin, efa_device_plugin]
+"""
+
+NAMES_PLAY = """
+- name: A teardown's check of the names
+  hosts: trainium
+  gather_facts: false
+  tasks:
+    - name: Names only
+      trainium.eks.validate_variables: {scope: names}
+"""
+
+ALL_PLAY = """
+- name: The validation pass
+  hosts: trainium
+  gather_facts: false
+  tasks:
+    - name: Everything
+      trainium.eks.validate_variables: {roles: []}
+"""
+
+
+def test_role_rules_see_the_deployment_variables_through_the_action(tmp_path):
+    """The volcano rule reads trainium_kubernetes_version, the device plugins' rules trainium_node_pools: the pass hands
+    them the deployment variables although the roles' specs do not declare them (a rule that never saw them passed)."""
+    changes = {"trainium_kubernetes_version": "1.36", "volcano_version": "v1.15.1", "volcano_allow_unsupported_kubernetes": False,
+               "trainium_node_pools": [{"name": "trn1", "instance_type": "trn2.48xlarge", "count": 2}],
+               "neuron_device_plugin_instance_types": ["trn1.32xlarge"]}
+    done = _playbook(tmp_path, RULES_PLAY, "-e", json.dumps(changes))
+    output = done.stdout + done.stderr
+    assert done.returncode != 0, output
+    assert "2 problem(s) in the variables; nothing was created" in output
+    assert ("trainium_kubernetes_version: got '1.36' (str); allowed: a version that Volcano v1.15.1 (volcano_version) supports, "
+            "1.24 to 1.35") in output
+    assert "neuron_device_plugin_instance_types: got ['trn1.32xlarge'] (list); allowed: a list that holds trn2.48xlarge" in output
+
+
+def test_a_teardown_is_not_stopped_by_a_node_group_name_too_long_to_create(tmp_path):
+    changes = {"trainium_cluster_name": "T" + "x" * 39,
+               "trainium_node_pools": [{"name": "p" * 23, "instance_type": "trn1.32xlarge", "count": 1}],
+               "trainium_job": {"name": "bert", "namespace": "training", "queue": "test", "node_pool": "p" * 23, "nnodes": 1,
+                                "nproc_per_node": 32, "batch_size": 16, "grad_accum_usteps": 32}}
+    done = _playbook(tmp_path, NAMES_PLAY, "-e", json.dumps(changes))
+    assert done.returncode == 0, done.stdout + done.stderr
+    done = _playbook(tmp_path, ALL_PLAY, "-e", json.dumps(changes))
+    assert done.returncode != 0 and "(EKS CreateNodegroup, nodegroupName)" in done.stdout + done.stderr, done.stdout + done.stderr

@@ -56,3 +56,10 @@ def test_training_job_env_refuses_secret_names_without_echoing_the_value():
     assert len(problems) == 1, problems
     assert problems[0].startswith("training_job_env.HF_TOKEN: got 'HF_TOKEN'") and "no secrets" in problems[0]
     assert "hf_abc123" not in problems[0]
+
+
+def test_training_job_env_leaves_the_lnc_to_the_node_pool():
+    """The pods' NEURON_LOGICAL_NC_CONFIG comes from the pool's logical_nc_config, which the nodes and the compile cache follow."""
+    (line,) = validation.training_job_problems({"training_job_env": {"NEURON_LOGICAL_NC_CONFIG": "1"}})
+    assert line.startswith("training_job_env.NEURON_LOGICAL_NC_CONFIG: got '1' (str); allowed: no such entry")
+    assert "trainium_node_pools[].logical_nc_config" in line

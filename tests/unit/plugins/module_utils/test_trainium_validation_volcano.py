@@ -118,7 +118,7 @@ def test_defaults_read_nothing_that_the_first_task_sets():
 
 
 @pytest.mark.parametrize("volcano, kubernetes, refused", [
-    ("v1.15.1", "1.35", False), ("v1.15.1", "1.24", False), ("v1.15.1", "1.36", True), ("v1.15.1", "1.23", True),
+    ("v1.15.1", "1.35", False), ("v1.15.1", "1.24", False), ("v1.15.1", "1.36", True), ("v1.13.0", "1.34", True), ("v1.15.1", "1.29", False),
     ("v1.14.0", "1.34", False), ("v1.14.0", "1.35", True), ("v1.10.0", "1.30", False), ("v1.10.0", "1.35", True),
     # A release whose range the collection does not know: nothing to say.
     ("v1.16.0", "1.36", False),
