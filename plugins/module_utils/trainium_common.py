@@ -26,6 +26,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 try:
@@ -136,6 +137,21 @@ def error_code(error):
 def is_in_use_error(error):
     """A refusal because the resource is busy (``ResourceInUseException``)."""
     return error_code(error) == IN_USE_CODE
+
+
+# IAM is eventually consistent: a role made moments ago may not be assumable yet by EKS (CreateCluster,
+# CreateNodegroup, CreateAddon answer InvalidParameterException "... role ... cannot be assumed"; IAM User Guide,
+# "Troubleshoot IAM": changes may take time to become visible). Such calls are tried again for a bounded time.
+ROLE_NOT_ASSUMABLE = re.compile(r"(cannot|could not|can't|unable to) be assumed", re.IGNORECASE)
+ROLE_PROPAGATION_SECONDS = 120
+
+
+def is_role_propagation_error(error):
+    """A refusal because a (new) IAM role cannot be assumed yet."""
+    if error_code(error) != "InvalidParameterException":
+        return False
+    message = error.response.get("Error", {}).get("Message") or ""
+    return "role" in message.lower() and bool(ROLE_NOT_ASSUMABLE.search(message))
 
 
 # --------------------------------------------------------------------- tags

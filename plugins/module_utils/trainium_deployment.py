@@ -26,6 +26,7 @@ from ansible_collections.trainium.eks.plugins.module_utils.trainium_limits impor
     KUBELET_LABEL_NAMESPACES,
     NODEGROUP_NAME_MAX,
     NODEGROUP_NAME_RULE,
+    RESERVATION_CAPACITY_TYPES,
     default_lnc,
     fsx_capacity_ok,
     kubelet_refuses_label,
@@ -436,6 +437,14 @@ def _place_pool(errors, index, pool, capacity, region, preferred):
                 f"{base}.capacity_reservation_id", reservation_id,
                 f"a reservation in state {' or '.join(USABLE_RESERVATION_STATES)}; this one is {reservation['state']}",
             )
+            return None
+        needed = RESERVATION_CAPACITY_TYPES.get(reservation.get("reservation_type") or "default")
+        capacity_type = pool.get("capacity_type") or "ON_DEMAND"
+        if needed and capacity_type != needed:
+            kind = "a Capacity Block for ML" if needed == "CAPACITY_BLOCK" else "an On-Demand Capacity Reservation"
+            errors.add(f"{base}.capacity_type", capacity_type,
+                       f"{needed}, since {reservation_id} is {kind} (EKS User Guide: a node group on a Capacity Block has capacity type "
+                       "CAPACITY_BLOCK and a launch template of market type capacity-block; on an On-Demand Capacity Reservation, ON_DEMAND)")
             return None
         held = reservation["total_instance_count"]
         for key in ("count", "max_count"):

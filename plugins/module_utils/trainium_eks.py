@@ -52,7 +52,7 @@ VERSION_PATTERN = re.compile(r"^(\d+)\.(\d+)$")
 # Cluster states in which EKS refuses DeleteCluster (ResourceInUseException).
 BUSY_STATES = ("CREATING", "UPDATING")
 # CreateCluster right after the IAM role was created: the role has not reached EKS yet.
-ROLE_NOT_ASSUMABLE = re.compile(r"(cannot|could not|can't|unable to) be assumed", re.IGNORECASE)
+ROLE_NOT_ASSUMABLE = common.ROLE_NOT_ASSUMABLE
 ROLE_PROPAGATION_ATTEMPTS = 6
 # Extra administrators: access entries of listed IAM principals.
 DEFAULT_AUTHENTICATION_MODE = "API"
@@ -477,12 +477,8 @@ def describe_cluster(client, name):
     return client.describe_cluster(name=name)["cluster"]
 
 
-def is_role_propagation_error(error):
-    """CreateCluster refused because the (new) cluster role cannot be assumed yet (IAM propagation)."""
-    if common.error_code(error) != "InvalidParameterException":
-        return False
-    message = error.response.get("Error", {}).get("Message") or ""
-    return "role" in message.lower() and bool(ROLE_NOT_ASSUMABLE.search(message))
+# CreateCluster refused because the (new) cluster role cannot be assumed yet (IAM propagation).
+is_role_propagation_error = common.is_role_propagation_error
 
 
 @AWSRetry.jittered_backoff()

@@ -324,9 +324,11 @@ def describe_addon_versions(client, kubernetes_version, name=None):
 
 
 @AddonErrorHandler.common_error_handler("create the add-on")
-@AWSRetry.jittered_backoff()
-def create_addon(client, request):
-    return client.create_addon(**request)["addon"]
+def create_addon(client, request, timeout=common.ROLE_PROPAGATION_SECONDS, clock=None, sleep=None):
+    """CreateAddon, tried again within ``timeout`` seconds while its service account role cannot be assumed yet (IAM is
+    eventually consistent); throttling retried with backoff."""
+    return common.retry_in_use(lambda: client.create_addon(**request), timeout, in_use=common.is_role_propagation_error,
+                               clock=clock, sleep=sleep)["addon"]
 
 
 @AddonErrorHandler.common_error_handler("update the add-on")

@@ -596,19 +596,21 @@ def delete_request(fs, final_backup=False, tags=None):
     return request
 
 
-_BUSY_MESSAGE = re.compile(r"\b(CREATING|UPDATING|in progress|being (created|updated))\b", re.IGNORECASE)
+def busy_refusal(client, file_system_id):
+    """Whether a DeleteFileSystem refusal means "busy, try again": ``ResourceInUseException``, or a ``BadRequest``
+    while the file system's lifecycle, read back, is CREATING or UPDATING. FSx documents neither a code nor a message
+    for a file system it will not delete yet, so the lifecycle decides, not the text."""
 
+    def busy(error):
+        code = common.error_code(error)
+        if code == common.IN_USE_CODE:
+            return True
+        if code not in ("BadRequest", "BadRequestException"):
+            return False
+        fs = describe_file_system(client, file_system_id)
+        return bool(fs) and fs.get("Lifecycle") in BUSY_STATES
 
-def is_busy_error(error):
-    """A DeleteFileSystem refusal because the file system is still being created or updated.
-
-    FSx answers ``BadRequest`` naming the lifecycle (there is no dedicated
-    code); ``ResourceInUseException`` is accepted too.
-    """
-    code = common.error_code(error)
-    if code == common.IN_USE_CODE:
-        return True
-    return code in ("BadRequest", "BadRequestException") and bool(_BUSY_MESSAGE.search(error.response["Error"].get("Message") or ""))
+    return busy
 
 
 @FsxErrorHandler.deletion_error_handler("delete the FSx for Lustre file system")
@@ -619,7 +621,8 @@ def delete_file_system(client, fs, timeout=0, clock=None, sleep=None, final_back
     backup), False when the file system is already gone.
     """
     request = delete_request(fs, final_backup=final_backup, tags=tags)
-    answer = common.retry_in_use(lambda: client.delete_file_system(**request), timeout, in_use=is_busy_error, clock=clock, sleep=sleep)
+    answer = common.retry_in_use(lambda: client.delete_file_system(**request), timeout, in_use=busy_refusal(client, fs["FileSystemId"]),
+                                 clock=clock, sleep=sleep)
     return answer or {"FileSystemId": fs["FileSystemId"]}
 
 

@@ -95,19 +95,25 @@ def validation_errors(params):
 
 
 def efa_network_interfaces(count, security_group_ids):
-    """One EFA interface per network card: card 0 device index 0, every other card device index 1.
+    """EC2's layout for an instance with several network cards (EC2 User Guide, "Maximize network bandwidth on Amazon
+    EC2 instances with multiple network cards"): an ENA primary interface at card 0 device 0 (an EFA-only interface
+    cannot be the primary), an EFA-only interface at card 0 device 1 and one at device 0 of every other card.
 
-    With no EFA (count 0), a plain primary interface that carries the security groups.
+    EFA-only interfaces hold no IP address: a node takes one address of its subnet for its interfaces, where one EFA
+    interface (with IP) per card took 8 on a trn1.32xlarge and 16 on a trn1n or trn2. With no EFA (count 0), a plain
+    primary interface that carries the security groups.
     """
+    groups = list(security_group_ids)
     if count == 0:
-        return [{"DeviceIndex": 0, "DeleteOnTermination": True, "Groups": list(security_group_ids)}]
-    return [
+        return [{"DeviceIndex": 0, "DeleteOnTermination": True, "Groups": groups}]
+    primary = {"NetworkCardIndex": 0, "DeviceIndex": 0, "InterfaceType": "interface", "DeleteOnTermination": True, "Groups": groups}
+    return [primary] + [
         {
             "NetworkCardIndex": card,
-            "DeviceIndex": 0 if card == 0 else 1,
-            "InterfaceType": "efa",
+            "DeviceIndex": 1 if card == 0 else 0,
+            "InterfaceType": "efa-only",
             "DeleteOnTermination": True,
-            "Groups": list(security_group_ids),
+            "Groups": list(groups),
         }
         for card in range(count)
     ]
@@ -235,8 +241,12 @@ def plan_changes(template, current_data, desired_data, tags):
     return common.new_plan(tags=tag_changes, action=None if action == "none" else action)
 
 
+# EFA interfaces: EFA-only (no IP address) and, in templates made before 0.5.0, EFA with an IP address.
+EFA_INTERFACE_TYPES = ("efa-only", "efa")
+
+
 def count_efa_interfaces(data):
-    return sum(1 for i in (data or {}).get("NetworkInterfaces", []) if i.get("InterfaceType") == "efa")
+    return sum(1 for i in (data or {}).get("NetworkInterfaces", []) if i.get("InterfaceType") in EFA_INTERFACE_TYPES)
 
 
 def template_result(template, data):

@@ -17,6 +17,15 @@ import re
 # EKS CreateNodegroup, capacityType (Amazon EKS API Reference).
 CAPACITY_TYPES = ("ON_DEMAND", "SPOT", "CAPACITY_BLOCK")
 
+# The capacity type a node group needs on each kind of reservation: a Capacity
+# Block for ML (ReservationType capacity-block) takes CAPACITY_BLOCK and a launch
+# template with market type capacity-block; an On-Demand Capacity Reservation
+# (ReservationType default) takes ON_DEMAND (Amazon EKS User Guide, "Create a
+# managed node group with Capacity Blocks for ML" and "Use On-Demand Capacity
+# Reservations with managed node groups"; EC2 API Reference,
+# CapacityReservation.ReservationType).
+RESERVATION_CAPACITY_TYPES = {"capacity-block": "CAPACITY_BLOCK", "default": "ON_DEMAND"}
+
 # EC2 instance type names: family (m7i, m7i-flex, u-6tb1) '.' size (32xlarge, metal-24xl).
 INSTANCE_TYPE_RE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9-]+$")
 

@@ -364,9 +364,11 @@ def list_nodegroups(client, cluster_name):
 
 
 @NodegroupErrorHandler.common_error_handler("create the node group")
-@AWSRetry.jittered_backoff()
-def create_nodegroup(client, request):
-    return client.create_nodegroup(**request)["nodegroup"]
+def create_nodegroup(client, request, timeout=common.ROLE_PROPAGATION_SECONDS, clock=None, sleep=None):
+    """CreateNodegroup, tried again within ``timeout`` seconds while the node role cannot be assumed yet (a role made
+    moments ago on a new account: IAM is eventually consistent); throttling retried with backoff."""
+    return common.retry_in_use(lambda: client.create_nodegroup(**request), timeout, in_use=common.is_role_propagation_error,
+                               clock=clock, sleep=sleep)["nodegroup"]
 
 
 @NodegroupErrorHandler.common_error_handler("update the node group configuration")

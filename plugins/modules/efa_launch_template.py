@@ -8,14 +8,17 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: efa_launch_template
-short_description: Manage an EC2 launch template with one EFA interface per network card
+short_description: Manage an EC2 launch template with one EFA-only interface per network card
 version_added: 0.2.0
 description:
   - Creates, updates or deletes an EC2 launch template for Trainium (or other
     EFA-capable) nodes of an EKS managed node group.
-  - The template holds one Elastic Fabric Adapter interface per network card
-    (card 0 device index 0, every other card device index 1, interface type
-    C(efa)), which M(amazon.aws.ec2_launch_template) cannot express; the instance type; IMDSv2
+  - The template holds EC2's layout for instances with several network cards
+    (EC2 User Guide, "Maximize network bandwidth on Amazon EC2 instances with
+    multiple network cards") - an ENA primary interface at card 0 device 0, an
+    EFA-only interface (C(efa-only), no IP address) at card 0 device 1 and at
+    device 0 of every other card - which M(amazon.aws.ec2_launch_template) cannot
+    express; a node takes one IP address of its subnet, not one per card. Also the instance type; IMDSv2
     required with a hop limit; an encrypted gp3 root volume; optionally an AMI,
     user data, a placement group and a capacity reservation or Capacity Block.
   - The desired launch template data is compared with the data of the
@@ -202,7 +205,7 @@ launch_template:
       type: int
       sample: 2
     efa_interfaces:
-      description: Number of EFA interfaces in the default version.
+      description: Number of EFA interfaces (EFA-only, or EFA with an IP address in a template made before 0.5.0) in the default version.
       type: int
       sample: 8
     tags:

@@ -184,10 +184,10 @@ def assert_account_holds_the_deployment(aws):
     template_id = group["launchTemplate"]["id"]
     version = ec2.describe_launch_template_versions(LaunchTemplateId=template_id, Versions=["$Default"])["LaunchTemplateVersions"][0]
     data = version["LaunchTemplateData"]
-    interfaces = sorted(data["NetworkInterfaces"], key=lambda i: i["NetworkCardIndex"])
-    assert len(interfaces) == 8
+    interfaces = sorted(data["NetworkInterfaces"], key=lambda i: (i["NetworkCardIndex"], i["DeviceIndex"]))
+    # EC2's layout for several network cards: ENA primary, EFA-only at card 0 device 1 and at device 0 of every other card.
     assert [(i["NetworkCardIndex"], i["DeviceIndex"], i["InterfaceType"]) for i in interfaces] == \
-        [(0, 0, "efa")] + [(card, 1, "efa") for card in range(1, 8)]
+        [(0, 0, "interface"), (0, 1, "efa-only")] + [(card, 0, "efa-only") for card in range(1, 8)]
     assert data["MetadataOptions"]["HttpTokens"] == "required"
     assert data["MetadataOptions"]["HttpPutResponseHopLimit"] == 1
     (root,) = data["BlockDeviceMappings"]

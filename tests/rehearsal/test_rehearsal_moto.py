@@ -263,3 +263,53 @@ def test_eks_refuses_node_group_names_labels_and_taints_out_of_bounds(aws):
                      labels={"addOrUpdateLabels": {"team": ""}})
     assert error["Code"] == "InvalidParameterException" and "Label value" in error["Message"]
     assert eks.list_nodegroups(clusterName="ng-rules")["nodegroups"] == [long_name[:63]]
+
+
+def test_a_node_group_on_a_launch_template_that_breaks_the_efa_only_rules_fails_as_on_aws(aws):
+    """EC2: an EFA-only interface is never the primary and holds no IP address; a node group whose instances could not
+    launch ends CREATE_FAILED with EKS's health issue Ec2LaunchTemplateInvalidConfiguration."""
+    ec2, eks = aws.client("ec2"), aws.client("eks")
+    subnets = [s["SubnetId"] for s in ec2.describe_subnets()["Subnets"][:2]]
+    eks.create_cluster(name="efa-rules", roleArn="arn:aws:iam::123456789012:role/eks", resourcesVpcConfig={"subnetIds": subnets})
+    layouts = {
+        "primary-efa-only": [{"NetworkCardIndex": 0, "DeviceIndex": 0, "InterfaceType": "efa-only"}],
+        "efa-only-with-ip": [{"NetworkCardIndex": 0, "DeviceIndex": 0, "InterfaceType": "interface"},
+                             {"NetworkCardIndex": 1, "DeviceIndex": 0, "InterfaceType": "efa-only", "SecondaryPrivateIpAddressCount": 2}],
+        "ec2-layout": [{"NetworkCardIndex": 0, "DeviceIndex": 0, "InterfaceType": "interface"},
+                       {"NetworkCardIndex": 0, "DeviceIndex": 1, "InterfaceType": "efa-only"},
+                       {"NetworkCardIndex": 1, "DeviceIndex": 0, "InterfaceType": "efa-only"}],
+    }
+    found = {}
+    for name, interfaces in layouts.items():
+        template = ec2.create_launch_template(LaunchTemplateName=name, LaunchTemplateData={"NetworkInterfaces": interfaces})["LaunchTemplate"]
+        eks.create_nodegroup(clusterName="efa-rules", nodegroupName=name, nodeRole="arn:aws:iam::123456789012:role/node", subnets=subnets,
+                             launchTemplate={"id": template["LaunchTemplateId"], "version": "1"})
+        group = eks.describe_nodegroup(clusterName="efa-rules", nodegroupName=name)["nodegroup"]
+        found[name] = (group["status"], [(i["code"], i["message"]) for i in group.get("health", {}).get("issues", [])])
+    assert found["ec2-layout"] == ("ACTIVE", [])
+    assert found["primary-efa-only"] == ("CREATE_FAILED", [(
+        "Ec2LaunchTemplateInvalidConfiguration",
+        "An EFA-only network interface cannot be the primary network interface (network card index 0, device index 0)")])
+    assert found["efa-only-with-ip"] == ("CREATE_FAILED", [(
+        "Ec2LaunchTemplateInvalidConfiguration",
+        "The EFA-only network interface at network card index 1, device index 0 has IP addresses; "
+        "EFA-only network interfaces do not support IP addresses")])
+
+
+def test_a_capacity_block_node_group_and_its_launch_template_go_together(aws):
+    """EKS: capacity type CAPACITY_BLOCK with a launch template of market type capacity-block, and only then."""
+    ec2, eks = aws.client("ec2"), aws.client("eks")
+    subnets = [s["SubnetId"] for s in ec2.describe_subnets()["Subnets"][:2]]
+    eks.create_cluster(name="cb-rules", roleArn="arn:aws:iam::123456789012:role/eks", resourcesVpcConfig={"subnetIds": subnets})
+    block = {"InstanceMarketOptions": {"MarketType": "capacity-block"},
+             "CapacityReservationSpecification": {"CapacityReservationTarget": {"CapacityReservationId": "cr-0123456789abcdef0"}}}
+    templates = {name: ec2.create_launch_template(LaunchTemplateName=name, LaunchTemplateData=data)["LaunchTemplate"]["LaunchTemplateId"]
+                 for name, data in (("block", block), ("plain", {"InstanceType": "trn1.32xlarge"}))}
+    base = {"clusterName": "cb-rules", "nodeRole": "arn:aws:iam::123456789012:role/node", "subnets": subnets}
+    error = _refused(eks.create_nodegroup, nodegroupName="a", capacityType="CAPACITY_BLOCK", launchTemplate={"id": templates["plain"]}, **base)
+    assert error["Code"] == "InvalidParameterException" and "requires a launch template with InstanceMarketOptions MarketType" in error["Message"]
+    error = _refused(eks.create_nodegroup, nodegroupName="b", capacityType="ON_DEMAND", launchTemplate={"id": templates["block"]}, **base)
+    assert error == {"Code": "InvalidParameterException",
+                     "Message": "A launch template with MarketType capacity-block requires capacity type CAPACITY_BLOCK, not ON_DEMAND"}
+    eks.create_nodegroup(nodegroupName="c", capacityType="CAPACITY_BLOCK", launchTemplate={"id": templates["block"]}, **base)
+    assert eks.list_nodegroups(clusterName="cb-rules")["nodegroups"] == ["c"]

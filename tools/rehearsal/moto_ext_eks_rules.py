@@ -15,6 +15,20 @@ documents as out of bounds for CreateNodegroup and UpdateNodegroupConfig:
 - ``taints``: keys of 1-63 characters, values of at most 63, effect one of
   NO_SCHEDULE, NO_EXECUTE, PREFER_NO_SCHEDULE.
 
+A node group of capacity type CAPACITY_BLOCK needs a launch template of
+market type capacity-block, and such a template needs CAPACITY_BLOCK (Amazon
+EKS User Guide, "Create a managed node group with Capacity Blocks for ML"):
+InvalidParameterException otherwise.
+
+A node group whose launch template breaks EC2's rules for EFA-only network
+interfaces (an EFA-only interface cannot be the primary one, card 0 device
+0; EFA-only interfaces take no IP address: EC2 API Reference,
+LaunchTemplateInstanceNetworkInterfaceSpecificationRequest, InterfaceType;
+EC2 User Guide, "Maximize network bandwidth on Amazon EC2 instances with
+multiple network cards") cannot launch an instance: as EKS reports a launch
+template its instances cannot use, the node group ends CREATE_FAILED with
+the health issue Ec2LaunchTemplateInvalidConfiguration naming the rule.
+
 The rules are written here from the API reference, apart from the
 collection's own validation (plugins/module_utils/trainium_limits.py), so
 that a mistake in one of them makes a test fail instead of passing twice.
@@ -74,6 +88,54 @@ def taint_problems(taints):
     return problems
 
 
+EFA_ONLY = "efa-only"
+IP_KEYS = ("PrivateIpAddress", "PrivateIpAddresses", "SecondaryPrivateIpAddressCount", "Ipv4Prefixes", "Ipv4PrefixCount",
+           "Ipv6Addresses", "Ipv6AddressCount", "Ipv6Prefixes", "Ipv6PrefixCount", "PrimaryIpv6", "AssociatePublicIpAddress")
+
+
+def interface_problems(interfaces):
+    """One message per network interface of a launch template that breaks EC2's EFA-only rules."""
+    problems = []
+    for interface in interfaces or []:
+        if interface.get("InterfaceType") != EFA_ONLY:
+            continue
+        card, device = int(interface.get("NetworkCardIndex") or 0), int(interface.get("DeviceIndex") or 0)
+        if (card, device) == (0, 0):
+            problems.append("An EFA-only network interface cannot be the primary network interface (network card index 0, device index 0)")
+        if any(interface.get(key) not in (None, [], 0, False, "0", "false") for key in IP_KEYS):
+            problems.append(f"The EFA-only network interface at network card index {card}, device index {device} has IP addresses; "
+                            "EFA-only network interfaces do not support IP addresses")
+    return problems
+
+
+def _template_data(backend, launch_template):
+    """(template id, LaunchTemplateData) of the node group's launch template version; (None, {}) when it names none."""
+    from moto_ext_ec2 import ec2_backend  # pylint: disable=import-outside-toplevel
+
+    ec2 = ec2_backend(backend)
+    try:
+        template = (ec2.get_launch_template(launch_template["id"]) if launch_template.get("id")
+                    else ec2.get_launch_template_by_name(launch_template.get("name")))
+    except Exception:  # pylint: disable=broad-except
+        return None, {}
+    version = str(launch_template.get("version") or "$Default")
+    chosen = (template.default_version() if version == "$Default" else template.latest_version() if version == "$Latest"
+              else next((v for v in template.versions if str(v.number) == version), None))
+    return template.id, dict((chosen.data if chosen else {}) or {})
+
+
+def capacity_block_problem(capacity_type, data):
+    """What EKS refuses about a Capacity Block node group: capacity type CAPACITY_BLOCK and a launch template of market
+    type capacity-block go together (Amazon EKS User Guide, "Create a managed node group with Capacity Blocks for ML")."""
+    market = ((data or {}).get("InstanceMarketOptions") or {}).get("MarketType")
+    if capacity_type == "CAPACITY_BLOCK" and market != "capacity-block":
+        return ("Capacity type CAPACITY_BLOCK requires a launch template with InstanceMarketOptions MarketType capacity-block "
+                "and a CapacityReservationSpecification targeting the Capacity Block")
+    if market == "capacity-block" and capacity_type != "CAPACITY_BLOCK":
+        return f"A launch template with MarketType capacity-block requires capacity type CAPACITY_BLOCK, not {capacity_type or 'ON_DEMAND'}"
+    return None
+
+
 def _refuse(problems, cluster, nodegroup):
     if problems:
         raise _invalid("; ".join(problems), cluster, nodegroup)
@@ -92,8 +154,17 @@ def install():
         cluster, name = kwargs.get("cluster_name"), kwargs.get("nodegroup_name")
         problems = [p for p in [name_problem(name)] if p]
         problems += label_problems(kwargs.get("labels")) + taint_problems(kwargs.get("taints"))
+        template_id, data = _template_data(self, kwargs["launch_template"]) if kwargs.get("launch_template") else (None, {})
+        problems += [p for p in [capacity_block_problem(kwargs.get("capacity_type"), data)] if p]
         _refuse(problems, cluster, name)
-        return create(self, *args, **kwargs)
+        nodegroup = create(self, *args, **kwargs)
+        if template_id:
+            broken = interface_problems(data.get("NetworkInterfaces"))
+            if broken:
+                nodegroup.status = "CREATE_FAILED"
+                nodegroup.health = {"issues": [{"code": "Ec2LaunchTemplateInvalidConfiguration", "message": "; ".join(broken),
+                                                "resourceIds": [template_id]}]}
+        return nodegroup
 
     def update_nodegroup_config(self, *args, **kwargs):
         labels = (kwargs.get("labels") or {}).get("addOrUpdateLabels")

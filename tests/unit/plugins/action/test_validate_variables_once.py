@@ -166,7 +166,6 @@ def test_a_mapping_with_keys_of_mixed_types_gets_its_problem_line_not_a_crash(tm
     assert "training_job_env.1: got 1 (int); allowed:" in got["msg"], got
 
 
-
 RULES_PLAY = """
 - name: The rules of roles that read deployment variables their specs do not declare
   hosts: trainium

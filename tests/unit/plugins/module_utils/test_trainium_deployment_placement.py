@@ -57,6 +57,10 @@ def _pool(name="trn1", itype="trn1.32xlarge", count=2, **extra):
     return pool
 
 
+# A pool on the Capacity Block of the fixtures takes capacity type CAPACITY_BLOCK.
+BLOCK = {"capacity_type": "CAPACITY_BLOCK"}
+
+
 def _single_error(result):
     assert len(result["errors"]) == 1, result["errors"]
     return result["errors"][0]
@@ -165,12 +169,12 @@ def test_reservation_fixes_the_zone(capacity):
 
 
 def test_reservation_beats_earlier_pool_zone(capacity):
-    pools = [_pool("a"), _pool("b", capacity_reservation_id="cr-0123456789abcdef0")]
+    pools = [_pool("a"), _pool("b", capacity_type="CAPACITY_BLOCK", capacity_reservation_id="cr-0123456789abcdef0")]
     assert [p["availability_zone"] for p in place_node_pools(pools, capacity, REGION)["node_pools"]] == ["us-west-2b", "us-west-2d"]
 
 
 def test_scheduled_reservation_is_usable(capacity):
-    result = place_node_pools([_pool(capacity_reservation_id="cr-00000000000000501")], capacity, REGION)
+    result = place_node_pools([_pool(capacity_type="CAPACITY_BLOCK", capacity_reservation_id="cr-00000000000000501")], capacity, REGION)
     assert result["errors"] == []
     assert result["node_pools"][0]["availability_zone"] == "us-west-2d"
 
@@ -182,7 +186,7 @@ def test_reservation_and_pinned_zone_agree(capacity):
 
 
 def test_reservation_and_pinned_zone_disagree(capacity):
-    error = _single_error(place_node_pools([_pool(capacity_reservation_id="cr-0123456789abcdef0", availability_zone="us-west-2b")], capacity, REGION))
+    error = _single_error(place_node_pools([_pool(**BLOCK, capacity_reservation_id="cr-0123456789abcdef0", availability_zone="us-west-2b")], capacity, REGION))
     assert error == (
         "trainium_node_pools[0].availability_zone: got 'us-west-2b' (str); "
         "allowed: a zone that offers trn1.32xlarge and holds the reservation: us-west-2d (usw2-az4)"
@@ -190,7 +194,7 @@ def test_reservation_and_pinned_zone_disagree(capacity):
 
 
 def test_count_above_reservation(capacity):
-    error = _single_error(place_node_pools([_pool(count=5, capacity_reservation_id="cr-0123456789abcdef0")], capacity, REGION))
+    error = _single_error(place_node_pools([_pool(count=5, capacity_type="CAPACITY_BLOCK", capacity_reservation_id="cr-0123456789abcdef0")], capacity, REGION))
     assert error == (
         "trainium_node_pools[0].count: got 5 (int); "
         "allowed: at most 4, the number of instances reservation cr-0123456789abcdef0 holds"
@@ -198,7 +202,7 @@ def test_count_above_reservation(capacity):
 
 
 def test_max_count_above_reservation(capacity):
-    error = _single_error(place_node_pools([_pool(count=2, max_count=6, capacity_reservation_id="cr-0123456789abcdef0")], capacity, REGION))
+    error = _single_error(place_node_pools([_pool(count=2, max_count=6, **BLOCK, capacity_reservation_id="cr-0123456789abcdef0")], capacity, REGION))
     assert error == (
         "trainium_node_pools[0].max_count: got 6 (int); "
         "allowed: at most 4, the number of instances reservation cr-0123456789abcdef0 holds"
@@ -206,7 +210,7 @@ def test_max_count_above_reservation(capacity):
 
 
 def test_count_equal_to_reservation(capacity):
-    assert place_node_pools([_pool(count=4, capacity_reservation_id="cr-0123456789abcdef0")], capacity, REGION)["errors"] == []
+    assert place_node_pools([_pool(count=4, capacity_type="CAPACITY_BLOCK", capacity_reservation_id="cr-0123456789abcdef0")], capacity, REGION)["errors"] == []
 
 
 def test_reservation_not_found(capacity):
@@ -233,7 +237,7 @@ def test_reservation_not_usable(capacity, rid, state):
 
 
 def test_reservation_in_zone_that_does_not_offer_the_type(capacity):
-    error = _single_error(place_node_pools([_pool(capacity_reservation_id="cr-00000000000000a01")], capacity, REGION))
+    error = _single_error(place_node_pools([_pool(capacity_type="CAPACITY_BLOCK", capacity_reservation_id="cr-00000000000000a01")], capacity, REGION))
     assert error.startswith("trainium_node_pools[0].capacity_reservation_id: got 'cr-00000000000000a01' (str); ")
     assert error.endswith("a reservation in a zone that offers trn1.32xlarge; it is in us-west-2a")
 
@@ -347,3 +351,15 @@ def test_inventory_pools_and_job_fit_us_west_2(capacity, inventory):
     assert len(result["node_pools"]) == len(variables["trainium_node_pools"])
     assert len(result["cluster_availability_zones"]) == 2
     assert job_fit_errors(variables["trainium_job"], variables["trainium_node_pools"], capacity) == []
+
+
+@pytest.mark.parametrize("rid, capacity_type, needed", [
+    ("cr-0123456789abcdef0", "ON_DEMAND", "CAPACITY_BLOCK"),
+    ("cr-0123456789abcdef0", "SPOT", "CAPACITY_BLOCK"),
+    ("cr-00000000000000b01", "CAPACITY_BLOCK", "ON_DEMAND"),
+])
+def test_the_capacity_type_follows_the_kind_of_reservation(capacity, rid, capacity_type, needed):
+    """A Capacity Block takes CAPACITY_BLOCK, an On-Demand Capacity Reservation ON_DEMAND (EKS User Guide)."""
+    error = _single_error(place_node_pools([_pool(count=2, capacity_type=capacity_type, capacity_reservation_id=rid)], capacity, REGION))
+    assert error.startswith(f"trainium_node_pools[0].capacity_type: got '{capacity_type}' (str); allowed: {needed}, since {rid} is ")
+    assert "EKS User Guide" in error

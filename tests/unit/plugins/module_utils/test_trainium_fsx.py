@@ -627,15 +627,22 @@ def test_wait_until_settled_times_out_naming_the_lifecycle(client):
         fsx.wait_until_settled(conn, FS_ID, 600, clock=lambda: next(times), sleep=pytest.fail)
 
 
-@pytest.mark.parametrize("code, message", [
-    ("BadRequest", f"Cannot delete file system {FS_ID} while it is in the CREATING lifecycle state"),
-    ("BadRequest", "File system is UPDATING"),
-    ("ResourceInUseException", "in use"),
+def _lifecycle(stubber, lifecycle):
+    stubber.add_response("describe_file_systems", {"FileSystems": [{"FileSystemId": FS_ID, "Lifecycle": lifecycle}]}, {"FileSystemIds": [FS_ID]})
+
+
+@pytest.mark.parametrize("code, message, lifecycle", [
+    # FSx documents no code or message for "busy": the lifecycle read back decides, whatever the text says.
+    ("BadRequest", "Something went wrong", "CREATING"),
+    ("BadRequest", "The request was refused", "UPDATING"),
+    ("ResourceInUseException", "in use", None),
 ])
-def test_busy_delete_is_retried_with_backoff(client, code, message):
+def test_busy_delete_is_retried_with_backoff(client, code, message, lifecycle):
     conn, stubber = client
-    stubber.add_client_error("delete_file_system", code, message, expected_params={"FileSystemId": FS_ID})
-    stubber.add_client_error("delete_file_system", code, message, expected_params={"FileSystemId": FS_ID})
+    for _attempt in range(2):
+        stubber.add_client_error("delete_file_system", code, message, expected_params={"FileSystemId": FS_ID})
+        if lifecycle:
+            _lifecycle(stubber, lifecycle)
     stubber.add_response("delete_file_system", {"FileSystemId": FS_ID, "Lifecycle": "DELETING"}, {"FileSystemId": FS_ID})
     slept = []
     assert fsx.delete_file_system(conn, {"FileSystemId": FS_ID}, timeout=600, clock=lambda: 0, sleep=slept.append)["Lifecycle"] == "DELETING"
@@ -645,7 +652,8 @@ def test_busy_delete_is_retried_with_backoff(client, code, message):
 def test_busy_delete_retries_stop_at_the_timeout(client):
     conn, stubber = client
     for _attempt in range(2):
-        stubber.add_client_error("delete_file_system", "BadRequest", "still CREATING", expected_params={"FileSystemId": FS_ID})
+        stubber.add_client_error("delete_file_system", "BadRequest", "refused", expected_params={"FileSystemId": FS_ID})
+        _lifecycle(stubber, "CREATING")
     times = iter([0, 1, 8])
     slept = []
     with pytest.raises(TrainiumFsxError, match="delete the FSx for Lustre file system"):
@@ -653,10 +661,13 @@ def test_busy_delete_retries_stop_at_the_timeout(client):
     assert slept == [5]
 
 
-def test_other_bad_requests_are_not_retried(client):
+@pytest.mark.parametrize("message", ["Backups are not supported", "File system is still CREATING, in progress"])
+def test_a_bad_request_on_a_settled_file_system_is_not_retried(client, message):
+    """Even a message that reads like "busy": the file system is AVAILABLE, so the refusal is something else."""
     conn, stubber = client
-    stubber.add_client_error("delete_file_system", "BadRequest", "Backups are not supported", expected_params={"FileSystemId": FS_ID})
-    with pytest.raises(TrainiumFsxError, match="Backups are not supported"):
+    stubber.add_client_error("delete_file_system", "BadRequest", message, expected_params={"FileSystemId": FS_ID})
+    _lifecycle(stubber, "AVAILABLE")
+    with pytest.raises(TrainiumFsxError, match=message.split(",")[0]):
         fsx.delete_file_system(conn, {"FileSystemId": FS_ID}, timeout=600, clock=lambda: 0, sleep=pytest.fail)
 
 

@@ -57,17 +57,26 @@ def as_ec2_returns(data):
 # ---------------------------------------------------------------- layout
 
 
-def test_trn1_gets_eight_efa_interfaces_card_zero_device_zero():
+def test_trn1_gets_an_ena_primary_and_eight_efa_only_interfaces():
+    """EC2 User Guide, "Maximize network bandwidth on Amazon EC2 instances with multiple network cards"."""
     interfaces = lt.efa_network_interfaces(8, [SG])
-    assert [(i["NetworkCardIndex"], i["DeviceIndex"]) for i in interfaces] == [(0, 0)] + [(card, 1) for card in range(1, 8)]
-    assert {i["InterfaceType"] for i in interfaces} == {"efa"}
+    assert [(i["NetworkCardIndex"], i["DeviceIndex"], i["InterfaceType"]) for i in interfaces] == \
+        [(0, 0, "interface"), (0, 1, "efa-only")] + [(card, 0, "efa-only") for card in range(1, 8)]
     assert all(i["DeleteOnTermination"] is True and i["Groups"] == [SG] for i in interfaces)
+    # EFA-only interfaces hold no IP address: the node takes one of its subnet (the primary's), not one per card.
+    assert not any(key.startswith(("PrivateIp", "SecondaryPrivateIp", "Ipv4", "Ipv6")) for i in interfaces for key in i)
+    assert lt.count_efa_interfaces({"NetworkInterfaces": interfaces}) == 8
 
 
-def test_sixteen_interfaces_for_trn1n():
+def test_sixteen_efa_interfaces_for_trn1n():
     interfaces = lt.efa_network_interfaces(16, [SG])
-    assert len(interfaces) == 16
-    assert interfaces[-1]["NetworkCardIndex"] == 15
+    assert len(interfaces) == 17 and lt.count_efa_interfaces({"NetworkInterfaces": interfaces}) == 16
+    assert interfaces[-1]["NetworkCardIndex"] == 15 and interfaces[-1]["DeviceIndex"] == 0
+
+
+def test_a_template_of_0_4_0_with_efa_interfaces_counts_them_too():
+    old = [{"NetworkCardIndex": card, "DeviceIndex": 0 if card == 0 else 1, "InterfaceType": "efa"} for card in range(8)]
+    assert lt.count_efa_interfaces({"NetworkInterfaces": old}) == 8
 
 
 def test_no_efa_gives_one_plain_primary_interface():
@@ -147,7 +156,7 @@ def test_eight_to_sixteen_interfaces_shows_in_normalized_data():
     before = lt.normalize_data(lt.build_launch_template_data(params()))
     after = lt.normalize_data(lt.build_launch_template_data(params(efa_interfaces=16)))
     assert lt.count_efa_interfaces(before) == 8 and lt.count_efa_interfaces(after) == 16
-    assert after["NetworkInterfaces"][:8] == before["NetworkInterfaces"]
+    assert after["NetworkInterfaces"][:9] == before["NetworkInterfaces"]
 
 
 def test_normalized_user_data_is_readable():

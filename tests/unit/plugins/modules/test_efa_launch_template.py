@@ -80,7 +80,8 @@ def test_check_mode_on_a_missing_template_reports_create_with_diff(capsys, stubb
     assert result["changed"] is True
     assert result["launch_template"] == {}
     assert result["diff"]["before"] == {}
-    assert len(result["diff"]["after"]["NetworkInterfaces"]) == 8
+    # The ENA primary and 8 EFA-only interfaces.
+    assert len(result["diff"]["after"]["NetworkInterfaces"]) == 9
 
 
 def test_unchanged_template_returns_its_ids_and_no_change(capsys, stubbed):
