@@ -90,9 +90,23 @@ def parse_version(version, option="version"):
     return int(match.group(1)), int(match.group(2))
 
 
-def version_step(current, desired):
-    """The version to upgrade to, None when nothing to do; EksConfigError when not allowed."""
-    if desired is None or current is None or str(current) == str(desired):
+def adopted_version(current, desired, policy):
+    """The cluster's version when EKS upgraded it past ``desired`` itself, else None.
+
+    With upgradePolicy STANDARD, EKS upgrades a cluster one minor version when the standard support of its version
+    ends (Amazon EKS User Guide, "Cluster upgrade policy"; "Understand the Kubernetes version lifecycle on EKS"). A
+    cluster found exactly one minor above ``desired`` under that policy is adopted: reported, and the node groups and
+    the platform follow the version it runs; it cannot be taken back (EKS cannot downgrade).
+    """
+    if desired is None or current is None or policy != "STANDARD":
+        return None
+    have, want = parse_version(current, "cluster version"), parse_version(desired)
+    return str(current) if have[0] == want[0] and have[1] == want[1] + 1 else None
+
+
+def version_step(current, desired, policy=None):
+    """The version to upgrade to, None when nothing to do (or the cluster is adopted); EksConfigError when not allowed."""
+    if desired is None or current is None or str(current) == str(desired) or adopted_version(current, desired, policy):
         return None
     have, want = parse_version(current, "cluster version"), parse_version(desired)
     if want < have:
@@ -277,7 +291,7 @@ def plan_update(cluster, params, purge_tags=True):
     errors = immutable_differences(cluster, params)
     version = None
     try:
-        version = version_step(cluster.get("version"), params.get("version"))
+        version = version_step(cluster.get("version"), params.get("version"), upgrade_policy(cluster))
     except EksConfigError as e:
         errors.append(str(e))
 
@@ -306,7 +320,18 @@ def plan_update(cluster, params, purge_tags=True):
         # The access entry convergence owns this tag (see plan_access_entries).
         desired_tags = dict(desired_tags, **{ADMIN_ENTRIES_TAG: current_hint})
     tags = common.tag_diff(cluster.get("tags"), desired_tags, purge_tags)
-    return common.new_plan(errors, tags, version=version, config=config, encryption=encryption)
+    plan = common.new_plan(errors, tags, version=version, config=config, encryption=encryption)
+    # Not a change: what the run found and takes as it is.
+    plan["adopted_version"] = None if errors else adopted_version(cluster.get("version"), params.get("version"), upgrade_policy(cluster))
+    return plan
+
+
+def adoption_note(cluster, desired):
+    """What the run says about a cluster EKS upgraded itself."""
+    return (f"EKS cluster {cluster.get('name')} runs Kubernetes {cluster.get('version')}, one minor version above the {desired} asked for: "
+            "EKS upgraded it when the standard support of its version ended (upgradePolicy STANDARD). The run adopts "
+            f"{cluster.get('version')} (node groups and platform follow it); set trainium_kubernetes_version: \"{cluster.get('version')}\" "
+            "in the inventory to say so")
 
 
 def refusal(cluster, errors):

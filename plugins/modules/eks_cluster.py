@@ -417,6 +417,8 @@ def present(module, client, iam):
         if plan["errors"]:
             module.fail_json(msg=eks.refusal(cluster, plan["errors"]))
             return
+        if plan["adopted_version"]:
+            module.warn(eks.adoption_note(cluster, params["version"]))
         readable = eks.access_entries_usable(cluster)
         if admins and not eks.access_entries_usable(eks.apply_plan_locally(cluster, plan)):
             module.fail_json(msg=f"admin_principal_arns: got {len(admins)} principal(s) for EKS cluster {name}, whose authentication "

@@ -313,3 +313,20 @@ def test_a_capacity_block_node_group_and_its_launch_template_go_together(aws):
                      "Message": "A launch template with MarketType capacity-block requires capacity type CAPACITY_BLOCK, not ON_DEMAND"}
     eks.create_nodegroup(nodegroupName="c", capacityType="CAPACITY_BLOCK", launchTemplate={"id": templates["block"]}, **base)
     assert eks.list_nodegroups(clusterName="cb-rules")["nodegroups"] == ["c"]
+
+
+def test_the_upgrade_policy_is_kept_reported_and_changed_as_eks_documents(aws):
+    eks = aws.client("eks", validate=False)
+    subnets = [s["SubnetId"] for s in aws.client("ec2").describe_subnets()["Subnets"][:2]]
+    base = {"roleArn": "arn:aws:iam::123456789012:role/eks", "resourcesVpcConfig": {"subnetIds": subnets}}
+    eks.create_cluster(name="policy", upgradePolicy={"supportType": "STANDARD"}, **base)
+    assert eks.describe_cluster(name="policy")["cluster"]["upgradePolicy"] == {"supportType": "STANDARD"}
+    update = eks.update_cluster_config(name="policy", upgradePolicy={"supportType": "EXTENDED"})["update"]
+    assert update["type"] == "UpgradePolicyUpdate" and update["status"] == "Successful"
+    assert eks.describe_cluster(name="policy")["cluster"]["upgradePolicy"] == {"supportType": "EXTENDED"}
+    for call, kwargs in ((eks.create_cluster, dict(name="bad", upgradePolicy={"supportType": "FOREVER"}, **base)),
+                         (eks.update_cluster_config, dict(name="policy", upgradePolicy={"supportType": "FOREVER"}))):
+        assert _refused(call, **kwargs)["Code"] == "InvalidParameterException"
+    # Not given: not reported (the API reference does not say what EKS reports then).
+    eks.create_cluster(name="plain", **base)
+    assert "upgradePolicy" not in eks.describe_cluster(name="plain")["cluster"]

@@ -59,6 +59,12 @@
    policy, a scope that is not cluster or namespace (with namespaces), and
    policies on an entry that is not STANDARD. Entries go with their cluster.
    The rehearsal's token authenticator reads them (eks_authenticator.py).
+6. Upgrade policy. moto ignores CreateCluster's upgradePolicy; here it is
+   kept and DescribeCluster reports it (only when given: the API reference
+   does not say what EKS reports otherwise), UpdateClusterConfig with
+   upgradePolicy alone changes it (an UpgradePolicyUpdate, Successful at
+   once), and a supportType other than STANDARD or EXTENDED is refused with
+   InvalidParameterException.
 """
 
 from __future__ import annotations
@@ -192,6 +198,10 @@ PRINCIPAL_RE = re.compile(r"^arn:(aws[a-z-]*):iam::([0-9]{12}):(role|user)/(?:[\
 POLICY_RE = re.compile(r"^arn:aws[a-z-]*:eks::aws:cluster-access-policy/[A-Za-z0-9]+$")
 RESERVED_PREFIXES = ("system:", "eks:", "aws:", "amazon:", "iam:")
 MODE_REQUIRED = "The cluster's authentication mode must be set to one of [API, API_AND_CONFIG_MAP] to perform this operation."
+
+
+# upgradePolicy.supportType (Amazon EKS API Reference, UpgradePolicyRequest).
+UPGRADE_SUPPORT_TYPES = ("STANDARD", "EXTENDED")
 
 
 def _errors():
@@ -335,9 +345,14 @@ def _eks_create_with_access_config(original):
             raise _invalid(f"authenticationMode {mode!r} is not one of {', '.join(AUTHENTICATION_MODES)}.")
         if mode == "CONFIG_MAP" and not bootstrap:
             raise _invalid("bootstrapClusterCreatorAdminPermissions must be true if cluster authentication mode is set to CONFIG_MAP")
+        policy = (self._get_param("upgradePolicy") or {}).get("supportType")
+        if policy is not None and policy not in UPGRADE_SUPPORT_TYPES:
+            raise _invalid(f"supportType {policy!r} is not one of {', '.join(UPGRADE_SUPPORT_TYPES)}.")
         result = original(self)
         cluster = self.eks_backend.clusters[self._get_param("name")]
         cluster.access_config = {"authenticationMode": mode, "bootstrapClusterCreatorAdminPermissions": bootstrap}
+        if policy:
+            cluster.upgrade_policy = {"supportType": policy}
         if bootstrap and mode != "CONFIG_MAP":
             entry = _new_entry(cluster, caller_principal(self))
             _associate(cluster, entry, f"arn:{cluster.arn.split(':')[1]}:eks::aws:cluster-access-policy/{ADMIN_POLICY}", {"type": "cluster"})
@@ -355,6 +370,9 @@ def _record_update(response, name, update):
 def _eks_update_access_config(original):
     def update(self):
         access = self._get_param("accessConfig")
+        policy = self._get_param("upgradePolicy")
+        if policy and not access:
+            return _update_upgrade_policy(self, policy)
         if not access:
             return original(self)
         name = self._get_param("name")
@@ -381,6 +399,24 @@ def _eks_update_access_config(original):
         return 200, {}, json.dumps({"update": answer})
 
     return update
+
+
+def _update_upgrade_policy(response, policy):
+    """UpdateClusterConfig with upgradePolicy alone: kept and reported, an UpgradePolicyUpdate Successful at once."""
+    name = response._get_param("name")  # pylint: disable=protected-access
+    cluster = _cluster(response, name)
+    others = [key for key in ("resourcesVpcConfig", "logging", "kubernetesNetworkConfig") if response._get_param(key)]  # pylint: disable=protected-access
+    if others:
+        raise _invalid(f"Only one type of update can be allowed; got upgradePolicy and {', '.join(others)}.", name)
+    wanted = policy.get("supportType")
+    if wanted not in UPGRADE_SUPPORT_TYPES:
+        raise _invalid(f"supportType {wanted!r} is not one of {', '.join(UPGRADE_SUPPORT_TYPES)}.", name)
+    cluster.upgrade_policy = {"supportType": wanted}
+    answer = _record_update(response, name, {
+        "id": str(uuid.uuid4()), "status": "Successful", "type": "UpgradePolicyUpdate",
+        "params": [{"type": "UpgradePolicy", "value": wanted}], "createdAt": _now().timestamp(), "errors": [],
+    })
+    return 200, {}, json.dumps({"update": answer})
 
 
 def _action_result(body):

@@ -75,6 +75,27 @@ def test_version_steps_that_are_allowed(current, desired, expected):
     assert eks.version_step(current, desired) == expected
 
 
+@pytest.mark.parametrize("current,desired,policy,adopted", [
+    ("1.36", "1.35", "STANDARD", "1.36"), ("1.36", "1.35", "EXTENDED", None), ("1.36", "1.35", None, None),
+    ("1.37", "1.35", "STANDARD", None), ("1.35", "1.35", "STANDARD", None), ("2.0", "1.35", "STANDARD", None),
+])
+def test_a_cluster_eks_upgraded_itself_is_adopted_only_one_minor_above_under_standard(current, desired, policy, adopted):
+    """upgradePolicy STANDARD: EKS upgrades the cluster one minor version when standard support ends."""
+    assert eks.adopted_version(current, desired, policy) == adopted
+    if adopted:
+        assert eks.version_step(current, desired, policy) is None
+
+
+def test_the_plan_of_an_adopted_cluster_changes_nothing_and_says_why():
+    found = dict(copy.deepcopy(CLUSTER), version="1.36", upgradePolicy={"supportType": "STANDARD"})
+    plan = eks.plan_update(found, params(version="1.35", upgrade_policy="STANDARD"))
+    assert plan["errors"] == [] and plan["version"] is None and plan["adopted_version"] == "1.36"
+    note = eks.adoption_note(found, "1.35")
+    assert "runs Kubernetes 1.36, one minor version above the 1.35 asked for" in note and 'trainium_kubernetes_version: "1.36"' in note
+    refused = eks.plan_update(dict(found, upgradePolicy={"supportType": "EXTENDED"}), params(version="1.35", upgrade_policy="EXTENDED"))
+    assert refused["adopted_version"] is None and any("cannot downgrade" in e for e in refused["errors"])
+
+
 @pytest.mark.parametrize("current,desired,words", [
     ("1.33", "1.35", "one minor version at a time"),
     ("1.33", "1.32", "cannot downgrade"),

@@ -408,3 +408,23 @@ def test_unset_authentication_mode_leaves_the_cluster_s_mode_alone(capsys, aws):
     oidc_present(aws)
     result = run(capsys, WANTED)
     assert result["changed"] is False and result["cluster"]["authentication_mode"] == "API_AND_CONFIG_MAP"
+
+
+def test_a_cluster_eks_upgraded_itself_is_adopted_with_a_warning_and_no_call(capsys, aws):
+    """upgradePolicy STANDARD: EKS moved the cluster from 1.34 to 1.35 when standard support ended; the run asks for 1.34."""
+    upgraded = cluster(version="1.35", upgradePolicy={"supportType": "STANDARD"})
+    aws["eks"].add_response("describe_cluster", {"cluster": upgraded}, {"name": "trn-rehearsal"})
+    aws["eks"].add_response("describe_cluster", {"cluster": upgraded}, {"name": "trn-rehearsal"})
+    oidc_present(aws)
+    result = run(capsys, dict(WANTED, upgrade_policy="STANDARD"))
+    assert result.get("failed") is not True, result
+    assert result["changed"] is False and result["updates"] == [] and result["cluster"]["version"] == "1.35"
+    (warning,) = [w["event"]["msg"] if isinstance(w, dict) else w for w in result["warnings"]]
+    assert "runs Kubernetes 1.35, one minor version above the 1.34 asked for" in warning and "upgradePolicy STANDARD" in warning
+
+
+def test_a_cluster_above_the_inventory_under_extended_support_is_still_refused(capsys, aws):
+    aws["eks"].add_response("describe_cluster", {"cluster": cluster(version="1.35", upgradePolicy={"supportType": "EXTENDED"})},
+                            {"name": "trn-rehearsal"})
+    result = run(capsys, dict(WANTED, upgrade_policy="EXTENDED"))
+    assert result["failed"] is True and "EKS cannot downgrade" in result["msg"]

@@ -349,7 +349,9 @@ def test_absent_waits_out_creating_without_wait_then_deletes(capsys, aws):
         _list(existing(Lifecycle="CREATING")),
         _one(existing(Lifecycle="CREATING")),
         _one(existing(Lifecycle="AVAILABLE")),
-        ("delete_file_system", ("error", "BadRequest", f"Cannot delete file system {FS_ID} while it is in the CREATING lifecycle state"), delete),
+        # Refused again (an update began meanwhile): the lifecycle read back says busy, so it is tried again.
+        ("delete_file_system", ("error", "BadRequest", "Cannot delete file system"), delete),
+        _one(existing(Lifecycle="UPDATING")),
         ("delete_file_system", {"FileSystemId": FS_ID, "Lifecycle": "DELETING"}, delete),
     ]
     aws["plan"]["ec2"] = [ENIS]
@@ -378,6 +380,8 @@ def test_absent_other_delete_errors_are_not_retried(capsys, aws):
     aws["plan"]["fsx"] = [
         _list(existing()),
         ("delete_file_system", ("error", "BadRequest", "Backups are not supported for this file system"), delete),
+        # AVAILABLE read back: not busy, so the refusal stands.
+        _one(existing()),
     ]
     aws["plan"]["ec2"] = [ENIS]
     rc, result = _run(capsys, dict(CONNECTION, name=NAME, state="absent"))
