@@ -146,7 +146,7 @@ def _validate_pool(errors, index, pool, seen_names, cluster):
         allowed = lnc_choices(itype)
         if not _is_int(lnc) or lnc not in allowed:
             errors.add(f"{base}.logical_nc_config", lnc,
-                       f"one of {', '.join(map(str, allowed))} for {itype}, or unset for its default {default_lnc(itype)} "
+                       f"{' or '.join(map(str, allowed))} for {itype}, or unset for its default {default_lnc(itype)} "
                        "(Neuron documentation, 'Logical NeuronCore configuration': LNC 2 exists on Trainium2 and later)")
     count = pool.get("count")
     # 0 parks the pool: its node group stays, with no node (and nothing to pay for them).

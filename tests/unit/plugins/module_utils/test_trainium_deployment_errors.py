@@ -139,12 +139,12 @@ BAD_INPUTS = [
     _case("label-key-bad", {POOL + ".labels": {"bad key!": "x"}}, "trainium_node_pools[0].labels key", "a Kubernetes label key"),
     _case("labels-string", {POOL + ".labels": "team=ml"}, "trainium_node_pools[0].labels", "a mapping"),
     _case("lnc-2-on-trn1", {POOL + ".logical_nc_config": 2}, "trainium_node_pools[0].logical_nc_config",
-          "one of 1 for trn1.32xlarge, or unset for its default 1 (Neuron documentation, 'Logical NeuronCore configuration': "
+          "1 for trn1.32xlarge, or unset for its default 1 (Neuron documentation, 'Logical NeuronCore configuration': "
           "LNC 2 exists on Trainium2 and later)"),
     _case("lnc-4-on-trn2", {POOL + ".instance_type": "trn2.48xlarge", POOL + ".logical_nc_config": 4},
-          "trainium_node_pools[0].logical_nc_config", "one of 1, 2 for trn2.48xlarge, or unset for its default 2"),
+          "trainium_node_pools[0].logical_nc_config", "1 or 2 for trn2.48xlarge, or unset for its default 2"),
     _case("lnc-string", {POOL + ".instance_type": "trn2.48xlarge", POOL + ".logical_nc_config": "2"},
-          "trainium_node_pools[0].logical_nc_config", "one of 1, 2 for trn2.48xlarge"),
+          "trainium_node_pools[0].logical_nc_config", "1 or 2 for trn2.48xlarge"),
     _case("label-value-empty", {POOL + ".labels": {"team": ""}}, "trainium_node_pools[0].labels[team]",
           "a label value of 1-63 characters (EKS CreateNodegroup refuses an empty value)"),
     _case("label-key-64-chars-with-prefix", {POOL + ".labels": {"example.com/" + "a" * 52: "x"}}, "trainium_node_pools[0].labels key",
