@@ -39,6 +39,7 @@ except ImportError:
 from ansible_collections.amazon.aws.plugins.module_utils.retries import AWSRetry
 
 from ansible_collections.trainium.eks.plugins.module_utils import trainium_common as common
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_deployment import KUBERNETES_VERSIONS
 
 LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
 AUTHENTICATION_MODES = ("CONFIG_MAP", "API_AND_CONFIG_MAP", "API")
@@ -95,10 +96,11 @@ def adopted_version(current, desired, policy):
 
     With upgradePolicy STANDARD, EKS upgrades a cluster one minor version when the standard support of its version
     ends (Amazon EKS User Guide, "Cluster upgrade policy"; "Understand the Kubernetes version lifecycle on EKS"). A
-    cluster found exactly one minor above ``desired`` under that policy is adopted: reported, and the node groups and
-    the platform follow the version it runs; it cannot be taken back (EKS cannot downgrade).
+    cluster found exactly one minor above ``desired`` under that policy, at a version the collection knows
+    (``KUBERNETES_VERSIONS``), is adopted: reported, and the node groups and the platform follow the version it runs;
+    it cannot be taken back (EKS cannot downgrade). Any other cluster above ``desired`` is refused as before.
     """
-    if desired is None or current is None or policy != "STANDARD":
+    if desired is None or current is None or policy != "STANDARD" or str(current) not in KUBERNETES_VERSIONS:
         return None
     have, want = parse_version(current, "cluster version"), parse_version(desired)
     return str(current) if have[0] == want[0] and have[1] == want[1] + 1 else None
@@ -329,9 +331,10 @@ def plan_update(cluster, params, purge_tags=True):
 def adoption_note(cluster, desired):
     """What the run says about a cluster EKS upgraded itself."""
     return (f"EKS cluster {cluster.get('name')} runs Kubernetes {cluster.get('version')}, one minor version above the {desired} asked for: "
-            "EKS upgraded it when the standard support of its version ended (upgradePolicy STANDARD). The run adopts "
-            f"{cluster.get('version')} (node groups and platform follow it); set trainium_kubernetes_version: \"{cluster.get('version')}\" "
-            "in the inventory to say so")
+            "EKS upgrades a cluster itself when the standard support of its version ends (upgradePolicy STANDARD), or someone "
+            f"upgraded it. The run adopts {cluster.get('version')} (node groups and platform follow it; EKS cannot downgrade); set "
+            f"trainium_kubernetes_version: \"{cluster.get('version')}\" in the inventory, and the validation pass checks that the pinned "
+            "components (Volcano) support it")
 
 
 def refusal(cluster, errors):

@@ -54,24 +54,31 @@ write_env() {
 }
 
 # The cluster's state: what lives and dies with the EKS cluster and its file
-# system on AWS (the API server's etcd, the rendezvous etcd, the pods' files,
-# the volumes of the file system, Volcano's cache dumps).
-CLUSTER_STATE=(etcd-kube etcd-rendezvous pods shared volcano)
+# system on AWS, each directory with the service that writes it (the API
+# server's etcd, the rendezvous etcd, the pods' files and the volumes of the
+# file system, Volcano's cache dumps).
+CLUSTER_STATE=(etcd-kube:etcd etcd-rendezvous:rendezvous pods:podrunner shared:podrunner volcano:volcano)
+
+in_stack() { [[ " ${SERVICES[*]} " == *" $1 "* ]]; }
 
 # moto keeps nothing across a restart: a moto that starts afresh is an empty
-# AWS account, where no cluster can have kept its objects. So the Kubernetes
-# side starts afresh with it (stopping what still runs on the old state, if
-# moto alone went away); while moto runs, `up` removes nothing. The images in
-# the registry and the build caches stay: they are caches, addressed by digest.
+# AWS account, where no cluster can have kept its objects. So the cluster's
+# side starts afresh with it: a directory is removed only when this stack
+# runs its service too (a stack of moto alone, or one whose directory another
+# stack shares, removes nothing), after stopping what still runs on it and a
+# moto that is there but does not answer (it would start empty). While moto
+# answers, `up` removes nothing. The images in the registry and the build
+# caches stay: they are caches, addressed by digest.
 fresh_cluster_state() {
-  [[ " ${SERVICES[*]} " == *" moto "* ]] || return 0
+  in_stack moto || return 0
   svc_moto_status 2>/dev/null && return 0
-  local stale=() dir i
-  for dir in "${CLUSTER_STATE[@]}"; do [[ -e "$STATE/$dir" ]] && stale+=("$dir"); done
-  (( ${#stale[@]} )) || return 0
-  for (( i=${#SERVICES[@]}-1; i>=0; i-- )); do
-    [[ "${SERVICES[i]}" == moto ]] || "svc_${SERVICES[i]}_down"
+  local stale=() entry dir i
+  for entry in "${CLUSTER_STATE[@]}"; do
+    dir="${entry%%:*}"
+    in_stack "${entry#*:}" && [[ -e "$STATE/$dir" ]] && stale+=("$dir")
   done
+  (( ${#stale[@]} )) || return 0
+  for (( i=${#SERVICES[@]}-1; i>=0; i-- )); do "svc_${SERVICES[i]}_down"; done
   say "moto starts empty (it keeps no state across a restart), so the cluster's side starts empty too: removing ${stale[*]} under $STATE"
   for dir in "${stale[@]}"; do rm -rf "${STATE:?}/$dir"; done
 }

@@ -78,6 +78,8 @@ def test_version_steps_that_are_allowed(current, desired, expected):
 @pytest.mark.parametrize("current,desired,policy,adopted", [
     ("1.36", "1.35", "STANDARD", "1.36"), ("1.36", "1.35", "EXTENDED", None), ("1.36", "1.35", None, None),
     ("1.37", "1.35", "STANDARD", None), ("1.35", "1.35", "STANDARD", None), ("2.0", "1.35", "STANDARD", None),
+    # A version the collection does not know is refused, not adopted.
+    ("1.37", "1.36", "STANDARD", None),
 ])
 def test_a_cluster_eks_upgraded_itself_is_adopted_only_one_minor_above_under_standard(current, desired, policy, adopted):
     """upgradePolicy STANDARD: EKS upgrades the cluster one minor version when standard support ends."""
