@@ -107,7 +107,8 @@ def test_runner_runs_site_for_real_with_a_survey_answer_then_tears_down(aws, aws
     data = ec2.describe_launch_template_versions(LaunchTemplateId=template["LaunchTemplateId"], Versions=["$Default"])[
         "LaunchTemplateVersions"][0]["LaunchTemplateData"]
     assert data["InstanceType"] == "trn1n.32xlarge"
-    assert sorted(i["NetworkCardIndex"] for i in data["NetworkInterfaces"]) == list(range(16))
+    # EC2's layout: the ENA primary and an EFA-only interface on card 0, an EFA-only interface on each other card.
+    assert sorted(i["NetworkCardIndex"] for i in data["NetworkInterfaces"]) == [0] + list(range(16))
     assert aws.client("eks").list_nodegroups(clusterName=CLUSTER)["nodegroups"] == []
     assert aws.client("fsx").describe_file_systems()["FileSystems"] == []
 
