@@ -65,13 +65,15 @@ in_stack() { [[ " ${SERVICES[*]} " == *" $1 "* ]]; }
 # AWS account, where no cluster can have kept its objects. So the cluster's
 # side starts afresh with it: a directory is removed only when this stack
 # runs its service too (a stack of moto alone, or one whose directory another
-# stack shares, removes nothing), after stopping what still runs on it and a
-# moto that is there but does not answer (it would start empty). While moto
-# answers, `up` removes nothing. The images in the registry and the build
-# caches stay: they are caches, addressed by digest.
+# stack shares, removes nothing), and only when no moto runs at all (no live
+# pid, nothing on its port), after stopping what still runs on the old state.
+# A moto that runs but answers slowly (a loaded machine) never causes a
+# removal: `up` during a test run must not wipe the cluster the tests use.
+# The images in the registry and the build caches stay: they are caches,
+# addressed by digest.
 fresh_cluster_state() {
   in_stack moto || return 0
-  svc_moto_status 2>/dev/null && return 0
+  if pid_alive moto || port_busy "$MOTO_PORT"; then return 0; fi
   local stale=() entry dir i
   for entry in "${CLUSTER_STATE[@]}"; do
     dir="${entry%%:*}"
