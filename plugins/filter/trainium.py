@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.trainium.eks.plugins.module_utils import trainium_deployment, trainium_status, trainium_survey, trainium_validation
+from ansible_collections.trainium.eks.plugins.module_utils import (
+    trainium_acceptance, trainium_deployment, trainium_status, trainium_survey, trainium_validation,
+)
 
 
 def deployment_errors(variables):
@@ -50,6 +52,14 @@ def log_figures(line):
     return trainium_status.log_figures(line if isinstance(line, str) else "")
 
 
+def acceptance_plan(variables, prices=None, max_hours=3.0, max_steps=20, capacity_reservation_id=None):
+    try:
+        return trainium_acceptance.acceptance_plan(variables, prices=prices, max_hours=max_hours, max_steps=max_steps,
+                                                   capacity_reservation_id=capacity_reservation_id)
+    except trainium_acceptance.AcceptanceError as exc:
+        raise AnsibleFilterError(str(exc)) from exc
+
+
 def volcano_release_sha256(version):
     return trainium_validation.volcano_release_sha256(version)
 
@@ -65,4 +75,5 @@ class FilterModule:
             "apply_survey": apply_survey,
             "log_figures": log_figures,
             "volcano_release_sha256": volcano_release_sha256,
+            "acceptance_plan": acceptance_plan,
         }

@@ -34,6 +34,7 @@ def test_filter_names():
         "apply_survey": filters.apply_survey,
         "log_figures": filters.log_figures,
         "volcano_release_sha256": filters.volcano_release_sha256,
+        "acceptance_plan": filters.acceptance_plan,
     }
     # Every filter documents itself (plugins/filter/<name>.yml, what ansible-doc -t filter reads).
     docs = pathlib.Path(filters.__file__).parent
