@@ -77,7 +77,7 @@ teardown: setup ## Run site.yml --tags teardown on the local rehearsal (removes 
 	source .rehearsal/env.sh && $(BIN)/ansible-playbook site.yml -i inventories/local --tags teardown
 
 aws-acceptance: setup ## The acceptance run for a real account: INVENTORY=inventories/aws CONFIRM=<cluster name> (docs/acceptance.md)
-	$(BIN)/ansible-playbook playbooks/aws_acceptance.yml -i $(or $(INVENTORY),inventories/aws) $(if $(CONFIRM),-e trainium_acceptance_confirm=$(CONFIRM))
+	$(BIN)/ansible-playbook playbooks/aws_acceptance.yml -i '$(or $(INVENTORY),inventories/aws)' $(if $(CONFIRM),-e 'trainium_acceptance_confirm=$(CONFIRM)')
 
 rehearsal-up: setup ## Start the local rehearsal services
 	tools/rehearsal/rehearsal.sh up

@@ -82,9 +82,9 @@ def acceptance_plan(variables, prices=None, max_hours=3.0, max_steps=20, capacit
         max_hours = float(max_hours)
     except (TypeError, ValueError):
         max_hours = -1.0
-    if not 1.0 <= max_hours <= 12.0:
-        raise AcceptanceError(f"trainium_acceptance_max_hours: got {max_hours!r}; allowed: 1 to 12 hours (the run is torn down "
-                              "when it reaches it)")
+    if not 2.0 <= max_hours <= 12.0:
+        raise AcceptanceError(f"trainium_acceptance_max_hours: got {max_hours!r}; allowed: 2 to 12 hours (site.yml gets it less the "
+                              f"teardown's {TEARDOWN_RESERVE_MINUTES} minutes, and takes 60-90 on AWS)")
     if not isinstance(max_steps, int) or isinstance(max_steps, bool) or not 1 <= max_steps <= 1000:
         raise AcceptanceError(f"trainium_acceptance_max_steps: got {max_steps!r}; allowed: 1 to 1000 training steps")
     table = dict(LIST_PRICES_USD_PER_HOUR)

@@ -438,6 +438,13 @@ def _place_pool(errors, index, pool, capacity, region, preferred):
                 f"a reservation in state {' or '.join(USABLE_RESERVATION_STATES)}; this one is {reservation['state']}",
             )
             return None
+        if reservation["state"] == "scheduled":
+            # EKS User Guide, "Create a managed node group with Capacity Blocks for ML": instances launch only while the
+            # block is active; before its start a node group at its count would fail its launches and go DEGRADED.
+            errors.add(f"{base}.capacity_reservation_id", reservation_id,
+                       f"a reservation that has started; {reservation_id} is scheduled and starts at "
+                       f"{reservation.get('start_date') or 'its start date'}: run again once it is active")
+            return None
         needed = RESERVATION_CAPACITY_TYPES.get(reservation.get("reservation_type") or "default")
         capacity_type = pool.get("capacity_type") or "ON_DEMAND"
         if needed and capacity_type != needed:

@@ -11,9 +11,9 @@ DescribeAvailabilityZones and DescribeCapacityReservations responses.
 
 from __future__ import annotations
 
-# Reservation states a node group can still be placed on. A capacity block
-# that is "scheduled" becomes usable at its start date; EKS accepts node
-# groups that reference it before then.
+# Reservation states preflight reads. A Capacity Block that is "scheduled"
+# becomes usable at its start date: the placement refuses it until then,
+# naming the start (trainium_deployment._place_pool).
 USABLE_RESERVATION_STATES = ("active", "scheduled")
 
 

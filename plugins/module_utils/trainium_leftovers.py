@@ -34,6 +34,7 @@ EC2_KINDS = (
     ("elastic_ips", "describe_addresses", "Addresses", "AllocationId", None),
     ("launch_templates", "describe_launch_templates", "LaunchTemplates", "LaunchTemplateId", None),
     ("placement_groups", "describe_placement_groups", "PlacementGroups", "GroupName", "State"),
+    ("network_interfaces", "describe_network_interfaces", "NetworkInterfaces", "NetworkInterfaceId", None),
 )
 
 
@@ -55,12 +56,15 @@ def _ec2(client, cluster):
     for kind, operation, key, id_key, state_key in EC2_KINDS:
         items = _pages(client, operation, key, Filters=tag_filter)
         found[kind] = [item[id_key] for item in items if not (state_key and item.get(state_key) in GONE_STATES)]
-    found["instances"] = [
-        instance["InstanceId"]
-        for reservation in _pages(client, "describe_instances", "Reservations", Filters=tag_filter)
-        for instance in reservation.get("Instances") or []
-        if (instance.get("State") or {}).get("Name") not in GONE_STATES
-    ]
+    # A node group's instances carry EKS's own tag too: found by either.
+    instances = set()
+    for key in (CLUSTER_TAG, "eks:cluster-name"):
+        instances.update(
+            instance["InstanceId"]
+            for reservation in _pages(client, "describe_instances", "Reservations", Filters=[{"Name": f"tag:{key}", "Values": [cluster]}])
+            for instance in reservation.get("Instances") or []
+            if (instance.get("State") or {}).get("Name") not in GONE_STATES)
+    found["instances"] = sorted(instances)
     return found
 
 

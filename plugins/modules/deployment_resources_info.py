@@ -13,7 +13,8 @@ version_added: 0.5.0
 description:
   - Lists, by kind, the resources of the deployment O(cluster_name) in the region - everything that carries the
     ownership tag C(trainium.eks/cluster=<cluster_name>) that the collection puts on what it creates (VPC, subnets,
-    security groups, gateways, route tables, Elastic IPs, launch templates, placement groups, instances, FSx file
+    security groups, gateways, route tables, Elastic IPs, launch templates, placement groups, network interfaces,
+    instances (also by EKS's tag C(eks:cluster-name)), FSx file
     systems and backups, the OIDC provider), the collection's IAM roles of the cluster (by name, with the tag), the
     EKS cluster of that name, the cluster's KMS alias, its log groups and the O(ecr_repositories) that exist.
   - What AWS shows for a while after a deletion is not listed - a NAT gateway C(deleted), an instance

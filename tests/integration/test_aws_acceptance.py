@@ -26,9 +26,8 @@ import time
 
 import pytest
 
-from conftest import VENV_BIN, playbook_env
-
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+VENV_BIN = pathlib.Path(os.environ.get("VENV", ROOT / ".venv")) / "bin"
 ACCEPTANCE = "playbooks/aws_acceptance.yml"
 CLUSTER = "trn-rehearsal"
 TRN_NODES = ["trn1-0", "trn1-1"]
@@ -76,8 +75,27 @@ def test_without_the_confirmation_it_prints_the_estimate_and_creates_nothing(acc
     assert "nothing was created" in errors[0]
     wrong = stack.run(ACCEPTANCE, args=args + ["-e", "trainium_acceptance_confirm=trn-bert"], timeout=300)
     assert wrong.rc == 2 and 'trainium_acceptance_confirm: got "trn-bert"' in wrong.text, wrong
+    clash = stack.run(ACCEPTANCE, args=args + ["-e", f"trainium_acceptance_confirm={CLUSTER}", "-e",
+                                               '{"trainium_acceptance_extra_vars": {"trainium_cluster_name": "trn-prod"}}'], timeout=300)
+    assert clash.rc == 2 and 'trainium_acceptance_extra_vars: got {"trainium_cluster_name": "trn-prod"}; allowed: a mapping of variables ' \
+        'other than' in clash.text, clash
     assert stack.aws.resources() == stack.baseline
     assert not run_dirs(root)
+
+
+def test_confirmed_on_a_deployment_that_exists_it_refuses_to_adopt_it(acceptance):
+    stack, root, args = acceptance
+    ec2 = stack.aws.client("ec2")
+    vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16", TagSpecifications=[
+        {"ResourceType": "vpc", "Tags": [{"Key": "trainium.eks/cluster", "Value": CLUSTER}]}])["Vpc"]["VpcId"]
+    try:
+        refused = stack.run(ACCEPTANCE, args=args + ["-e", f"trainium_acceptance_confirm={CLUSTER}"], timeout=300)
+        assert refused.rc == 2, refused
+        assert (f'trainium_cluster_name: got "{CLUSTER}"; allowed: a deployment with nothing in the account yet' in refused.text
+                and f"found: vpcs: {vpc}" in refused.text), refused
+        assert not run_dirs(root)
+    finally:
+        ec2.delete_vpc(VpcId=vpc)
 
 
 def test_confirmed_it_builds_trains_tears_down_leaves_nothing_and_writes_a_trace(acceptance):
@@ -118,7 +136,7 @@ def test_a_supervisor_told_to_stop_interrupts_site_and_still_tears_down(acceptan
     stack, root, args = acceptance
     cmd = [str(VENV_BIN / "ansible-playbook"), ACCEPTANCE, "-i", "inventories/local", *args,
            "-e", f"trainium_acceptance_confirm={CLUSTER}"]
-    with subprocess.Popen(cmd, cwd=ROOT, env=playbook_env(stack.env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    with subprocess.Popen(cmd, cwd=ROOT, env=stack.run.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           text=True) as outer:
         deadline = time.monotonic() + 600
         state = ""

@@ -28,9 +28,11 @@ import os
 import re
 
 TRACE_VARIABLE = "TRAINIUM_AWS_TRACE"
-# Parameter names whose values are never written: credentials, tokens, and the user data (a script that may
-# carry one). Matched case-insensitively against every key at every depth.
-SECRET_KEY = re.compile(r"secret|password|token|credential|private|passphrase|userdata|authorization", re.IGNORECASE)
+# Parameter names whose values are never written: credentials, tokens, keys, and what may carry one (the user
+# data script, an add-on's configuration values, a plaintext or a body). Matched case-insensitively against every
+# key at every depth. (Not "private" alone: endpointPrivateAccess is a setting the comparison must see.)
+SECRET_KEY = re.compile(r"secret|password|passphrase|token|credential|privatekey|authorization|userdata|plaintext|"
+                        r"configurationvalues|^body$|^(ssm)?parametervalue$", re.IGNORECASE)
 _KEY = "trainium_aws_trace_params"
 
 
@@ -50,9 +52,12 @@ def redact(value, key=""):
 
 
 def _remember(params, model=None, context=None, **_kwargs):
-    """before-parameter-build: what the call is and what it asks, kept in the call's own context."""
-    if context is not None and model is not None:
-        context[_KEY] = {"service": model.service_model.signing_name, "operation": model.name, "params": redact(params or {})}
+    """before-parameter-build: what the call is and what it asks, kept in the call's own context (never raises)."""
+    try:
+        if context is not None and model is not None:
+            context[_KEY] = {"service": model.service_model.signing_name, "operation": model.name, "params": redact(params or {})}
+    except Exception:  # pylint: disable=broad-exception-caught
+        pass
 
 
 def _write(context, error):
@@ -71,16 +76,23 @@ def _write(context, error):
 
 
 def _after_call(http_response=None, parsed=None, context=None, **_kwargs):
-    """after-call: the answer's error code (null for a success)."""
-    error = None
-    if getattr(http_response, "status_code", 200) >= 300:
-        error = ((parsed or {}).get("Error") or {}).get("Code") or f"HTTP{http_response.status_code}"
-    _write(context, error)
+    """after-call: the answer's error code (null for a success). botocore hands a handler's exception to the caller,
+    so nothing here may raise: a full disk must not turn AWS's success into a failure of the run."""
+    try:
+        error = None
+        if getattr(http_response, "status_code", 200) >= 300:
+            error = ((parsed or {}).get("Error") or {}).get("Code") or f"HTTP{http_response.status_code}"
+        _write(context, error)
+    except Exception:  # pylint: disable=broad-exception-caught
+        pass
 
 
 def _after_call_error(exception=None, context=None, **_kwargs):
     """after-call-error: no answer at all (a connection that failed): the exception's class."""
-    _write(context, type(exception).__name__ if exception is not None else "Error")
+    try:
+        _write(context, type(exception).__name__ if exception is not None else "Error")
+    except Exception:  # pylint: disable=broad-exception-caught
+        pass
 
 
 def initialize_client_plugin(client):

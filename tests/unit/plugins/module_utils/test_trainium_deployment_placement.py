@@ -173,10 +173,14 @@ def test_reservation_beats_earlier_pool_zone(capacity):
     assert [p["availability_zone"] for p in place_node_pools(pools, capacity, REGION)["node_pools"]] == ["us-west-2b", "us-west-2d"]
 
 
-def test_scheduled_reservation_is_usable(capacity):
+def test_a_capacity_block_not_started_is_refused_with_its_start(capacity):
+    scheduled = [r for r in capacity["capacity_reservations"] if r["id"] == "cr-00000000000000501"]
+    scheduled[0]["start_date"] = "2026-12-06 11:30:00+00:00"
     result = place_node_pools([_pool(capacity_type="CAPACITY_BLOCK", capacity_reservation_id="cr-00000000000000501")], capacity, REGION)
-    assert result["errors"] == []
-    assert result["node_pools"][0]["availability_zone"] == "us-west-2d"
+    assert _single_error(result) == (
+        "trainium_node_pools[0].capacity_reservation_id: got 'cr-00000000000000501' (str); allowed: a reservation that has started; "
+        "cr-00000000000000501 is scheduled and starts at 2026-12-06 11:30:00+00:00: run again once it is active")
+    assert result["node_pools"] == []
 
 
 def test_reservation_and_pinned_zone_agree(capacity):
