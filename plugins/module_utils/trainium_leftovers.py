@@ -15,6 +15,7 @@ deletion (KMS waits 7 to 30 days by design).
 
 from __future__ import annotations
 
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_common import error_code
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_deployment import CLUSTER_TAG, resource_names
 
 try:
@@ -72,7 +73,7 @@ def _eks(client, cluster):
     try:
         client.describe_cluster(name=cluster)
     except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
+        if error_code(exc) == "ResourceNotFoundException":
             return []
         raise
     return [cluster]
@@ -95,7 +96,7 @@ def _iam(client, cluster):
         try:
             role = client.get_role(RoleName=name)["Role"]
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "NoSuchEntity":
+            if error_code(exc) == "NoSuchEntity":
                 continue
             raise
         if _tags(role.get("Tags")).get(CLUSTER_TAG) == cluster:
@@ -131,7 +132,7 @@ def _ecr(client, repositories):
         try:
             client.describe_repositories(repositoryNames=[name])
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "RepositoryNotFoundException":
+            if error_code(exc) == "RepositoryNotFoundException":
                 continue
             raise
         found.append(name)
