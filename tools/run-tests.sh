@@ -117,10 +117,11 @@ stop_beside() {
   done
 }
 
-# joined NAME: wait for a background suite, show its output, record it.
+# joined NAME [RC]: wait for a background suite, show its output, record it
+# (RC: its exit code, when the caller has waited for it already).
 joined() {
-  local name="$1" rc=0
-  wait "${beside_pid[$name]}" || rc=$?
+  local name="$1" rc="${2:-0}"
+  if (( $# < 2 )); then wait "${beside_pid[$name]}" || rc=$?; fi
   unset "beside_pid[$name]"
   printf '\n===== %s (ran in the background) =====\n' "$name"
   cat "$(logfile "$name")"
@@ -142,67 +143,32 @@ joined sanity
 # shellcheck disable=SC1091
 source .rehearsal/env.sh
 
-# Molecule keeps each scenario's state (prepared, converged) under the cache
-# directory by the project directory's name: a run that stopped in cleanup
-# would make the next clone's run skip prepare. Every run starts from none.
-molecule reset --all >/dev/null 2>&1 || echo "could not reset Molecule's scenario state"
-
-# The Molecule scenarios that need nothing but AWS run beside pytest, on a
-# moto server of their own (the shared one is reset by tests of the
-# shared_stack group): they fill the cores pytest leaves idle while its
-# longest chain (the end-to-end test) runs. The others need the shared
-# stack's EKS token authenticator, Kubernetes cluster or registry, which
-# pytest's grouped tests change, and run after pytest.
-AWS_ONLY_SCENARIOS=(preflight network fsx_lustre trn_launch_template trn_nodegroup system_nodegroup)
-lane_moto="$ROOT/.build/molecule-moto"
-lane_env=()
-lane_port=""
-start_lane_moto() {
-  # A lane moto that an earlier run left (killed before its cleanup) goes first: its pid file is in the state dir.
-  lane_port="$(sed -n 's|^export AWS_ENDPOINT_URL="http://127.0.0.1:\([0-9]*\)"$|\1|p' "$lane_moto/env.sh" 2>/dev/null)"
-  stop_lane_moto
-  lane_port="$(python -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')" || return 1
-  rm -rf "$lane_moto" && mkdir -p "$lane_moto" || return 1
-  # Its EKS answers with the shared kube-apiserver's CA, its ECR with the shared registry (as pytest's private motos).
-  ln -s "$TRAINIUM_REHEARSAL_DIR/pki" "$lane_moto/pki" && ln -s "$TRAINIUM_REHEARSAL_DIR/registry" "$lane_moto/registry" || return 1
-  # lane_port is set before `up`: a start that fails after the server was launched is still stopped.
-  TRAINIUM_REHEARSAL_SERVICES=moto TRAINIUM_REHEARSAL_DIR="$lane_moto" TRAINIUM_MOTO_PORT="$lane_port" \
-    TRAINIUM_REHEARSAL_REGISTRY="${TRAINIUM_REGISTRY:-}" tools/rehearsal/rehearsal.sh up || return 1
-  lane_env=(AWS_ENDPOINT_URL="http://127.0.0.1:$lane_port" TRAINIUM_AWS_ENDPOINT_URL="http://127.0.0.1:$lane_port")
-}
-stop_lane_moto() {
-  # Its own port: `down` also stops whatever moto server listens on the port it is given.
-  [[ -n "$lane_port" ]] || return 0
-  TRAINIUM_REHEARSAL_SERVICES=moto TRAINIUM_REHEARSAL_DIR="$lane_moto" TRAINIUM_MOTO_PORT="$lane_port" \
-    tools/rehearsal/rehearsal.sh down >/dev/null 2>&1
-  lane_port=""
-}
-trap 'stop_beside; stop_lane_moto; tools/rehearsal/rehearsal.sh down' EXIT
-lane_args=()
-for scenario in "${AWS_ONLY_SCENARIOS[@]}"; do lane_args+=(-s "$scenario"); done
-if start_lane_moto; then
-  beside "molecule (AWS only, own moto)" molecule env "${lane_env[@]}" molecule test "${lane_args[@]}"
-else
-  echo "the Molecule lane's moto server did not start: its scenarios run after pytest, on the shared stack"
-  lane_args=()
-fi
+# Every Molecule scenario runs beside pytest on a rehearsal stack of its own
+# (tools/molecule-lane.sh: its own moto, Kubernetes, Volcano, registry and
+# rendezvous on other loopback ports), filling the core pytest leaves idle
+# while its longest chain (the shared_stack group) runs. Should that stack not
+# start (exit 3), the scenarios run after pytest on the shared stack.
+LANE="molecule (own rehearsal stack)"
+beside "$LANE" molecule tools/molecule-lane.sh
 
 # tests/unit, tests/rehearsal and tests/integration (pytest.ini), in parallel
 # workers (pytest-xdist); exit 5 (no tests collected) counts as a failure.
 run "unit, rehearsal, integration" pytest pytest
-# Molecule starts from an empty shared account, whatever a test left there.
-curl -fsS -o /dev/null -X POST "$AWS_ENDPOINT_URL/moto-api/reset" || echo "could not reset the shared moto before Molecule"
-shared_args=(--all)
-if (( ${#lane_args[@]} )); then
-  shared_args=()
-  for scenario in molecule/*/molecule.yml; do
-    scenario="$(basename "$(dirname "$scenario")")"
-    [[ " ${AWS_ONLY_SCENARIOS[*]} " == *" $scenario "* ]] || shared_args+=(-s "$scenario")
-  done
+
+lane_rc=0
+wait "${beside_pid[$LANE]}" || lane_rc=$?
+if (( lane_rc == 3 )); then
+  unset "beside_pid[$LANE]"
+  printf '\n===== %s: its stack did not start =====\n' "$LANE"
+  cat "$(logfile "$LANE")"
+  # Molecule starts from an empty shared account, whatever a test left there,
+  # and from no scenario state.
+  curl -fsS -o /dev/null -X POST "$AWS_ENDPOINT_URL/moto-api/reset" || echo "could not reset the shared moto before Molecule"
+  molecule reset --all >/dev/null 2>&1 || echo "could not reset Molecule's scenario state"
+  run "molecule (shared stack)" molecule molecule test --all
+else
+  joined "$LANE" "$lane_rc"
 fi
-run "molecule (shared stack)" molecule molecule test "${shared_args[@]}"
-if (( ${#lane_args[@]} )); then joined "molecule (AWS only, own moto)"; fi
-stop_lane_moto
 run build - tools/build-check.sh
 
 trap - EXIT
