@@ -37,6 +37,8 @@ PLACEHOLDERS = (
     (re.compile(r"\b\d{12}\b"), "<account>"),
     (re.compile(r"\b(?:us|eu|ap|sa|ca|me|af|il|mx)-(?:gov-)?[a-z]+-\d\b"), "<region>"),
     (re.compile(r"\b(?:us|eu|ap|sa|ca|me|af|il|mx)(?:-gov)?[a-z]*\d-az\d+\b"), "<zone-id>"),
+    # The id of a cluster's OIDC issuer (https://oidc.eks.<region>.amazonaws.com/id/<ID>), in URLs and provider ARNs.
+    (re.compile(r"(oidc\.eks\.[^/\s]+/id/)[0-9A-Za-z]+"), r"\1<oidc-id>"),
 )
 VOLATILE_KEYS = {"ClientRequestToken", "ClientToken", "clientRequestToken", "NextToken", "nextToken", "Marker", "StartingToken"}
 

@@ -23,6 +23,14 @@ admin``, with AmazonEKSClusterAdminPolicy at cluster scope. The cluster tag
 the last run; a hash no longer listed points at an entry that may have to go,
 and only an entry carrying the tag is deleted. So a run that changes nothing
 reads one ListAssociatedAccessPolicies per listed principal and nothing else.
+
+Zones: CreateCluster fails with UnsupportedAvailabilityZoneException when a
+subnet is in a zone where EKS has no room for control planes (it names the
+zones that have: ``validZones``; Amazon EKS API Reference, CreateCluster,
+Errors). The create is tried once more with the subnets of those zones when
+at least two zones are left, and the cluster tag
+``trainium.eks/control-plane-skipped-subnets`` records the subnets left out,
+so that later runs do not report them as a difference.
 """
 
 from __future__ import annotations
@@ -66,6 +74,12 @@ ACCESS_ENTRY_TAG_VALUE = "admin"
 # sorted); AWS tag values hold 256 characters, 9 per principal.
 ADMIN_ENTRIES_TAG = "trainium.eks/admin-entries"
 MAX_ADMIN_PRINCIPALS = 25
+# CreateCluster refused a subnet's zone (the control plane's network interfaces
+# cannot go there); the error names the zones that can (validZones).
+UNSUPPORTED_ZONE_CODE = "UnsupportedAvailabilityZoneException"
+# Cluster tag: the asked-for subnets left out at creation because EKS refused
+# their zone (space-separated); they are no difference on later runs.
+SKIPPED_SUBNETS_TAG = "trainium.eks/control-plane-skipped-subnets"
 
 
 class EksClusterError(common.TrainiumAWSError):
@@ -228,13 +242,50 @@ def encryption_key(cluster):
     return None
 
 
+def skipped_subnets(cluster):
+    """The subnets left out of the cluster at creation because EKS refused their zone."""
+    return set(((cluster.get("tags") or {}).get(SKIPPED_SUBNETS_TAG) or "").split())
+
+
+def valid_zones(error):
+    """The zones an UnsupportedAvailabilityZoneException names as supported (a list), None for any other error."""
+    if common.error_code(error) != UNSUPPORTED_ZONE_CODE:
+        return None
+    return list(error.response.get("validZones") or [])
+
+
+def request_in_valid_zones(request, subnet_zones, zones_ok):
+    """CreateCluster's ``request`` with only the subnets in ``zones_ok``, and the subnets left out.
+
+    ``subnet_zones``: subnet ID -> (zone name, zone ID); a zone counts as
+    supported when its name or its ID is in ``zones_ok``. Raises
+    EksConfigError when the subnets left span fewer than two zones (EKS's
+    minimum).
+    """
+    subnets = list(request["resourcesVpcConfig"]["subnetIds"])
+    supported = set(zones_ok)
+    kept = [subnet for subnet in subnets if supported & set(subnet_zones.get(subnet, ()))]
+    left_out = [subnet for subnet in subnets if subnet not in kept]
+    kept_zones = sorted({subnet_zones[subnet][0] for subnet in kept})
+    if len(kept_zones) < 2:
+        refused = sorted({subnet_zones[subnet][0] for subnet in left_out if subnet in subnet_zones})
+        raise EksConfigError(
+            f"subnets: EKS refused cluster {request['name']}'s control plane in {', '.join(refused) or 'their zones'} "
+            f"({UNSUPPORTED_ZONE_CODE}); the other subnets are in {len(kept_zones)} zone(s) ({', '.join(kept_zones) or 'none'}); "
+            f"allowed: subnets in at least two of the zones EKS named, {', '.join(sorted(supported)) or '(none)'} "
+            "(Amazon EKS API Reference, CreateCluster)")
+    retry = dict(request, resourcesVpcConfig=dict(request["resourcesVpcConfig"], subnetIds=kept))
+    retry["tags"] = dict(request.get("tags") or {}, **{SKIPPED_SUBNETS_TAG: " ".join(left_out)})
+    return retry, left_out
+
+
 def immutable_differences(cluster, params):
     """Asked-for values that differ from the cluster and that EKS cannot change in place."""
     differences = []
     vpc = cluster.get("resourcesVpcConfig") or {}
     if params.get("role_arn") and cluster.get("roleArn") and params["role_arn"] != cluster["roleArn"]:
         differences.append(f"role_arn: cluster has {cluster['roleArn']}, asked {params['role_arn']}")
-    if params.get("subnets") is not None and vpc.get("subnetIds") and set(params["subnets"]) != set(vpc["subnetIds"]):
+    if params.get("subnets") is not None and vpc.get("subnetIds") and set(params["subnets"]) - skipped_subnets(cluster) != set(vpc["subnetIds"]):
         differences.append(f"subnets: cluster has {sorted(vpc['subnetIds'])}, asked {sorted(params['subnets'])}")
     if params.get("security_groups") is not None and "securityGroupIds" in vpc and set(params["security_groups"]) != set(vpc["securityGroupIds"]):
         differences.append(f"security_groups: cluster has {sorted(vpc['securityGroupIds'])}, asked {sorted(params['security_groups'])}")
@@ -317,10 +368,11 @@ def plan_update(cluster, params, purge_tags=True):
         encryption = params["secrets_encryption_kms_key_arn"]
 
     desired_tags = params.get("tags")
-    current_hint = (cluster.get("tags") or {}).get(ADMIN_ENTRIES_TAG)
-    if desired_tags is not None and current_hint is not None:
-        # The access entry convergence owns this tag (see plan_access_entries).
-        desired_tags = dict(desired_tags, **{ADMIN_ENTRIES_TAG: current_hint})
+    if desired_tags is not None:
+        # The access entry convergence owns the first tag (see plan_access_entries);
+        # the second is a fact of the cluster's creation.
+        kept = {key: value for key, value in (cluster.get("tags") or {}).items() if key in (ADMIN_ENTRIES_TAG, SKIPPED_SUBNETS_TAG)}
+        desired_tags = dict(desired_tags, **kept)
     tags = common.tag_diff(cluster.get("tags"), desired_tags, purge_tags)
     plan = common.new_plan(errors, tags, version=version, config=config, encryption=encryption)
     # Not a change: what the run found and takes as it is.
@@ -515,16 +567,38 @@ def _create_cluster_once(client, request):
 
 
 @EksErrorHandler.common_error_handler("create EKS cluster")
-def create_cluster(client, request, attempts=ROLE_PROPAGATION_ATTEMPTS, delay=5, max_delay=30, sleep=time.sleep):
-    """CreateCluster, tried again with backoff (``attempts`` in all) while the role cannot be assumed yet."""
-    for attempt in range(1, attempts + 1):
+def create_cluster(client, request, attempts=ROLE_PROPAGATION_ATTEMPTS, delay=5, max_delay=30, sleep=time.sleep, subnet_zones=None):
+    """CreateCluster, tried again with backoff (``attempts`` in all) while the role cannot be assumed yet.
+
+    With ``subnet_zones`` (a function: subnet IDs -> {subnet: (zone name,
+    zone ID)}), a refused zone (UnsupportedAvailabilityZoneException) makes
+    one more request with the subnets of the zones EKS named
+    (``request_in_valid_zones``; EksConfigError when fewer than two are left);
+    the cluster's tag SKIPPED_SUBNETS_TAG then names the subnets left out.
+    """
+    attempt = 0
+    while True:
+        attempt += 1
         try:
             return _create_cluster_once(client, request)
         except botocore.exceptions.ClientError as e:
-            if attempt == attempts or not is_role_propagation_error(e):
+            zones_ok = valid_zones(e)
+            if zones_ok is not None and subnet_zones is not None and SKIPPED_SUBNETS_TAG not in (request.get("tags") or {}):
+                # Once, and not counted as an attempt of the role's propagation.
+                request = request_in_valid_zones(request, subnet_zones(request["resourcesVpcConfig"]["subnetIds"]), zones_ok)[0]
+                attempt -= 1
+                continue
+            if attempt >= attempts or not is_role_propagation_error(e):
                 raise
             sleep(min(delay * 2 ** (attempt - 1), max_delay))
-    return None  # not reached
+
+
+@EksErrorHandler.common_error_handler("describe the cluster's subnets")
+@AWSRetry.jittered_backoff()
+def describe_subnet_zones(ec2, subnet_ids):
+    """subnet ID -> (zone name, zone ID), for ``subnet_ids``."""
+    subnets = ec2.describe_subnets(SubnetIds=list(subnet_ids))["Subnets"]
+    return {subnet["SubnetId"]: (subnet["AvailabilityZone"], subnet.get("AvailabilityZoneId", "")) for subnet in subnets}
 
 
 @EksErrorHandler.common_error_handler("start an EKS cluster update")

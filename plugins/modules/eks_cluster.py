@@ -62,6 +62,13 @@ options:
     description:
       - Subnet IDs for the control plane network interfaces, in at least two
         availability zones. Required to create a cluster.
+      - When EKS refuses the zone of some of them at creation
+        (C(UnsupportedAvailabilityZoneException), which names the zones it
+        supports), the create is tried once more with the subnets in those
+        zones if at least two zones are left, with a warning; the cluster tag
+        C(trainium.eks/control-plane-skipped-subnets) records the subnets left
+        out, which later runs do not report as a difference. Fewer than two
+        zones left fails the task, naming the zones EKS supports.
     type: list
     elements: str
   security_groups:
@@ -404,8 +411,17 @@ def present(module, client, iam):
             module.exit_json(changed=True, exists=True, cluster=result, updates=["create"] + (["access_entries"] if access else []),
                              access_entries_pending=False, **_diff(module, before, _add_admins(eks.diff_view(after), admins, access)))
             return
-        cluster = eks.create_cluster(client, request)
+        try:
+            cluster = eks.create_cluster(client, request, subnet_zones=lambda ids: eks.describe_subnet_zones(module.client("ec2"), ids))
+        except eks.EksConfigError as e:
+            module.fail_json(msg=str(e))
+            return
         updates.append("create")
+        skipped = eks.skipped_subnets(cluster)
+        if skipped:
+            common.warn(module, f"EKS cluster {name}: EKS refused the zone of subnet(s) {', '.join(sorted(skipped))} for its control plane "
+                                f"({eks.UNSUPPORTED_ZONE_CODE}); created with {', '.join(cluster['resourcesVpcConfig']['subnetIds'])}. "
+                                "Nodes can still use every subnet.")
         if params["wait"]:
             eks.wait_for_cluster(client, name, params["wait_timeout"])
     else:

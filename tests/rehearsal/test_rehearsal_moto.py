@@ -238,6 +238,34 @@ def _refused(call, **kwargs):
     return refused.value.response["Error"]
 
 
+def test_a_zone_in_eks_full_zones_refuses_create_cluster_as_eks_does(aws, rehearsal):
+    """moto_ext_faults.py: a subnet in a zone listed in eks-full-zones (by name or ID) makes CreateCluster fail with
+    UnsupportedAvailabilityZoneException, the region's other zones in validZones, and nothing created."""
+    full_file = pathlib.Path(rehearsal.get("TRAINIUM_REHEARSAL_MOTO_DIR") or rehearsal["TRAINIUM_REHEARSAL_DIR"]) / "eks-full-zones"
+    eks, ec2 = aws.client("eks"), aws.client("ec2")
+    by_zone = {s["AvailabilityZone"]: s["SubnetId"] for s in ec2.describe_subnets()["Subnets"] if s.get("DefaultForAz")}
+    role = "arn:aws:iam::123456789012:role/eks"
+    for listed in ("us-west-2c", "usw2-az3"):
+        full_file.write_text(f"{listed}\n", encoding="utf-8")
+        try:
+            with pytest.raises(botocore.exceptions.ClientError) as refused:
+                eks.create_cluster(name="trn-full", roleArn=role, resourcesVpcConfig={"subnetIds": [by_zone["us-west-2a"], by_zone["us-west-2c"]]})
+            # Outside the listed zone it is created as ever.
+            eks.create_cluster(name=f"trn-room-{listed}", roleArn=role,
+                               resourcesVpcConfig={"subnetIds": [by_zone["us-west-2a"], by_zone["us-west-2b"]]})
+        finally:
+            full_file.unlink()
+        error = refused.value.response
+        assert error["Error"]["Code"] == "UnsupportedAvailabilityZoneException"
+        assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
+        assert error["validZones"] == ["us-west-2a", "us-west-2b", "us-west-2d"] and error["clusterName"] == "trn-full"
+        assert error["Error"]["Message"].startswith("Cannot create cluster 'trn-full' because us-west-2c, the targeted availability zone, "
+                                                    "does not currently have sufficient capacity")
+    assert sorted(eks.list_clusters()["clusters"]) == ["trn-room-us-west-2c", "trn-room-usw2-az3"]
+    # Without the file every zone has room again.
+    eks.create_cluster(name="trn-full", roleArn=role, resourcesVpcConfig={"subnetIds": [by_zone["us-west-2a"], by_zone["us-west-2c"]]})
+
+
 def test_eks_refuses_node_group_names_labels_and_taints_out_of_bounds(aws):
     """The Amazon EKS API Reference's bounds (CreateNodegroup, UpdateNodegroupConfig), sent straight to moto
     (without botocore's own check of minimum lengths, which stops an empty label value before it is sent)."""

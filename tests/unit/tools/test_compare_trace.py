@@ -49,16 +49,18 @@ def test_ids_names_and_poll_counts_do_not_differ(tmp_path):
         call("CreateSubnet", {"VpcId": "vpc-0123456789abcdef0", "AvailabilityZoneId": "usw2-az1"}),
         call("DescribeNatGateways"), call("DescribeNatGateways"), call("DescribeNatGateways"),
         call("DescribeCluster", {"name": "trn-bert"}, service="eks"),
+        call("CreateOpenIDConnectProvider", {"Url": "https://oidc.eks.us-east-1.amazonaws.com/id/8D3C6E1F2A9B4C0D5E7F8A1B2C3D4E5F"}, service="iam"),
     ])
     second = write(tmp_path / "rehearsal.jsonl", [
         call("CreateVpc", {"CidrBlock": "10.0.0.0/16", "TagSpecifications": [{"Tags": [{"Key": "trainium.eks/cluster", "Value": "trn-rehearsal"}]}]}),
         call("CreateSubnet", {"VpcId": "vpc-9f8e7d6c", "AvailabilityZoneId": "usw2-az2"}),
         call("DescribeNatGateways"),
         call("DescribeCluster", {"name": "trn-rehearsal"}, service="eks"),
+        call("CreateOpenIDConnectProvider", {"Url": "https://oidc.eks.us-west-2.amazonaws.com/id/a1b2c3d4e5"}, service="iam"),
     ])
     done = run(first, second, "--alias", "trn-bert=trn-rehearsal")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.strip().endswith("6 and 4 calls; 0 difference(s)")
+    assert done.stdout.strip().endswith("7 and 5 calls; 0 difference(s)")
 
 
 def test_a_missing_call_an_extra_call_and_an_error_are_listed(tmp_path):

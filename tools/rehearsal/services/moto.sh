@@ -24,11 +24,13 @@ svc_moto_up() {
   # policies (AmazonEKSClusterPolicy, ...) exist in every AWS account; moto
   # loads them only when asked. A number in $STATE/aws-time-scale makes
   # creations take AWS's time at that scale (moto_ext_timing.py; benchmarks).
+  # Zones listed in $STATE/eks-full-zones refuse EKS control planes (moto_ext_faults.py).
   ensure_daemon moto moto_healthy 60 "$MOTO_PORT" -- \
     env MOTO_IAM_LOAD_MANAGED_POLICIES=true \
     TRAINIUM_REHEARSAL_KUBE_ENDPOINT="https://$HOST:${KUBE_API_PORT:-6443}" \
     TRAINIUM_REHEARSAL_KUBE_CA_FILE="$STATE/pki/ca.crt" \
     TRAINIUM_REHEARSAL_AWS_TIME_SCALE_FILE="$STATE/aws-time-scale" \
+    TRAINIUM_REHEARSAL_EKS_FULL_ZONES_FILE="$STATE/eks-full-zones" \
     "$VENV/bin/python" "$ROOT/tools/rehearsal/moto_server.py" "$HOST" "$MOTO_PORT"
 }
 

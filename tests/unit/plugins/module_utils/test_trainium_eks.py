@@ -446,6 +446,81 @@ def test_other_create_errors_are_not_retried(code, message):
         eks.create_cluster(client, request, sleep=pytest.fail)
 
 
+# --- zones EKS refuses (UnsupportedAvailabilityZoneException) ------------------
+
+ZONES = {"subnet-a": ("us-east-1a", "use1-az6"), "subnet-b": ("us-east-1b", "use1-az1"), "subnet-e": ("us-east-1e", "use1-az3")}
+ZONE_MESSAGE = ("Cannot create cluster 'c' because us-east-1e, the targeted availability zone, does not currently have sufficient "
+                "capacity to support the cluster. Retry and choose from these availability zones: us-east-1a, us-east-1b, us-east-1c")
+
+
+def zone_request(subnets):
+    return {"name": "c", "roleArn": "arn:aws:iam::123456789012:role/r", "resourcesVpcConfig": {"subnetIds": list(subnets)},
+            "tags": {"trainium.eks/cluster": "c"}}
+
+
+def test_a_refused_zone_is_left_out_and_recorded_when_two_zones_remain():
+    client, stub = stubbed("eks")
+    first = zone_request(["subnet-a", "subnet-b", "subnet-e"])
+    stub.add_client_error("create_cluster", eks.UNSUPPORTED_ZONE_CODE, ZONE_MESSAGE, expected_params=first,
+                          modeled_fields={"validZones": ["us-east-1a", "us-east-1b", "us-east-1c"], "clusterName": "c"})
+    retry = zone_request(["subnet-a", "subnet-b"])
+    retry["tags"][eks.SKIPPED_SUBNETS_TAG] = "subnet-e"
+    stub.add_response("create_cluster", {"cluster": {"name": "c", "status": "CREATING", "tags": retry["tags"],
+                                                     "resourcesVpcConfig": {"subnetIds": ["subnet-a", "subnet-b"]}}}, retry)
+    asked = []
+    with stub:
+        created = eks.create_cluster(client, first, sleep=pytest.fail, subnet_zones=lambda ids: asked.append(ids) or ZONES)
+    stub.assert_no_pending_responses()
+    assert asked == [["subnet-a", "subnet-b", "subnet-e"]]
+    assert eks.skipped_subnets(created) == {"subnet-e"}
+    # A later run asks for all three again: the one EKS refused is no difference, a new one still is.
+    cluster = dict(created, roleArn=first["roleArn"])
+    assert eks.immutable_differences(cluster, {"subnets": ["subnet-a", "subnet-b", "subnet-e"]}) == []
+    assert eks.immutable_differences(cluster, {"subnets": ["subnet-a", "subnet-b", "subnet-e", "subnet-f"]}) != []
+    # The record survives a tag purge.
+    plan = eks.plan_update(cluster, {"tags": {"trainium.eks/cluster": "c"}}, purge_tags=True)
+    assert eks.SKIPPED_SUBNETS_TAG not in plan["tags_to_remove"]
+
+
+def test_zone_ids_count_as_well_as_names():
+    retry, left_out = eks.request_in_valid_zones(zone_request(["subnet-a", "subnet-b", "subnet-e"]), ZONES, ["use1-az6", "use1-az1"])
+    assert retry["resourcesVpcConfig"]["subnetIds"] == ["subnet-a", "subnet-b"] and left_out == ["subnet-e"]
+
+
+def test_fewer_than_two_zones_left_is_refused_naming_the_supported_zones():
+    with pytest.raises(eks.EksConfigError) as refused:
+        eks.request_in_valid_zones(zone_request(["subnet-a", "subnet-e"]), ZONES, ["us-east-1a", "us-east-1c", "us-east-1d"])
+    message = str(refused.value)
+    assert message.startswith("subnets: EKS refused cluster c's control plane in us-east-1e (UnsupportedAvailabilityZoneException)")
+    assert "the other subnets are in 1 zone(s) (us-east-1a)" in message
+    assert "allowed: subnets in at least two of the zones EKS named, us-east-1a, us-east-1c, us-east-1d" in message
+
+
+def test_a_zone_refused_again_after_the_retry_is_an_error_not_a_loop():
+    client, stub = stubbed("eks")
+    for subnets in (["subnet-a", "subnet-b", "subnet-e"], ["subnet-a", "subnet-b"]):
+        stub.add_client_error("create_cluster", eks.UNSUPPORTED_ZONE_CODE, ZONE_MESSAGE,
+                              modeled_fields={"validZones": ["us-east-1a", "us-east-1b"]})
+    with stub, pytest.raises(eks.EksClusterError, match="sufficient capacity"):
+        eks.create_cluster(client, zone_request(["subnet-a", "subnet-b", "subnet-e"]), sleep=pytest.fail, subnet_zones=lambda ids: ZONES)
+    stub.assert_no_pending_responses()
+
+
+def test_without_subnet_zones_the_refusal_is_reported_as_it_is():
+    client, stub = stubbed("eks")
+    stub.add_client_error("create_cluster", eks.UNSUPPORTED_ZONE_CODE, ZONE_MESSAGE, modeled_fields={"validZones": ["us-east-1a"]})
+    with stub, pytest.raises(eks.EksClusterError, match="us-east-1e"):
+        eks.create_cluster(client, zone_request(["subnet-a", "subnet-e"]), sleep=pytest.fail)
+
+
+def test_subnet_zones_reads_names_and_ids():
+    client, stub = stubbed("ec2")
+    stub.add_response("describe_subnets", {"Subnets": [{"SubnetId": "subnet-a", "AvailabilityZone": "us-east-1a", "AvailabilityZoneId": "use1-az6"}]},
+                      {"SubnetIds": ["subnet-a"]})
+    with stub:
+        assert eks.describe_subnet_zones(client, ["subnet-a"]) == {"subnet-a": ("us-east-1a", "use1-az6")}
+
+
 # --- upgrade policy ----------------------------------------------------------
 
 
