@@ -87,8 +87,8 @@ def read_role(iam, name):
         role = iam.get_role(RoleName=name)["Role"]
     except is_boto3_error_code("NoSuchEntity"):
         return None
-    attached = iam.get_paginator("list_attached_role_policies").paginate(RoleName=name).build_full_result()
-    return {"role": role, "managed_policies": sorted(p["PolicyArn"] for p in attached.get("AttachedPolicies", []))}
+    attached = common.all_items(iam, "list_attached_role_policies", "AttachedPolicies", RoleName=name)
+    return {"role": role, "managed_policies": sorted(p["PolicyArn"] for p in attached)}
 
 
 @AccountErrorHandler.common_error_handler("read the KMS key")
@@ -96,7 +96,7 @@ def read_role(iam, name):
 def read_key(kms, alias):
     """{"key": DescribeKey's KeyMetadata, "rotation": bool, "tags": {...}} of the key an alias names, None without it."""
     alias_name = alias if alias.startswith("alias/") else "alias/" + alias
-    aliases = kms.get_paginator("list_aliases").paginate().build_full_result().get("Aliases", [])
+    aliases = common.all_items(kms, "list_aliases", "Aliases")
     key_id = next((a.get("TargetKeyId") for a in aliases if a.get("AliasName") == alias_name), None)
     if not key_id:
         return None
@@ -104,7 +104,7 @@ def read_key(kms, alias):
     rotation = None
     if key.get("KeyState") == "Enabled":
         rotation = bool(kms.get_key_rotation_status(KeyId=key_id).get("KeyRotationEnabled"))
-    tags = kms.get_paginator("list_resource_tags").paginate(KeyId=key_id).build_full_result().get("Tags", [])
+    tags = common.all_items(kms, "list_resource_tags", "Tags", KeyId=key_id)
     return {"key": key, "rotation": rotation, "tags": _key_value_tags(tags, "TagKey", "TagValue")}
 
 
@@ -112,7 +112,7 @@ def read_key(kms, alias):
 @AWSRetry.jittered_backoff()
 def read_log_group(logs, name):
     """{"group": the DescribeLogGroups entry, "tags": {...}}, None when there is no such log group."""
-    groups = logs.get_paginator("describe_log_groups").paginate(logGroupNamePrefix=name).build_full_result().get("logGroups", [])
+    groups = common.all_items(logs, "describe_log_groups", "logGroups", logGroupNamePrefix=name)
     group = next((g for g in groups if g.get("logGroupName") == name), None)
     if group is None:
         return None

@@ -31,17 +31,12 @@ class TrainiumCapacityError(common.TrainiumAWSError):
 CapacityErrorHandler = common.error_handler(TrainiumCapacityError, "InvalidInstanceType", "InvalidCapacityReservationId.NotFound")
 
 
-def _paginate(client, operation, key, **params):
-    paginator = client.get_paginator(operation)
-    return paginator.paginate(**params).build_full_result().get(key, [])
-
-
 @CapacityErrorHandler.list_error_handler("describe instance types", default_value=[])
 @AWSRetry.jittered_backoff()
 def describe_instance_types(client, instance_types):
     # A filter (not InstanceTypes=) so that a type unknown to the region
     # yields an empty answer instead of an InvalidInstanceType error.
-    return _paginate(
+    return common.all_items(
         client, "describe_instance_types", "InstanceTypes",
         Filters=[{"Name": "instance-type", "Values": list(instance_types)}],
     )
@@ -50,7 +45,7 @@ def describe_instance_types(client, instance_types):
 @CapacityErrorHandler.common_error_handler("describe instance type offerings")
 @AWSRetry.jittered_backoff()
 def describe_offerings(client, instance_types):
-    return _paginate(
+    return common.all_items(
         client, "describe_instance_type_offerings", "InstanceTypeOfferings",
         LocationType="availability-zone",
         Filters=[{"Name": "instance-type", "Values": list(instance_types)}],
@@ -76,7 +71,7 @@ def describe_reservations(client, reservation_ids=None, instance_types=None):
             {"Name": "instance-type", "Values": list(instance_types)},
             {"Name": "state", "Values": list(USABLE_RESERVATION_STATES)},
         ]
-    return _paginate(client, "describe_capacity_reservations", "CapacityReservations", **params)
+    return common.all_items(client, "describe_capacity_reservations", "CapacityReservations", **params)
 
 
 @CapacityErrorHandler.common_error_handler("describe regions")
@@ -118,7 +113,7 @@ def trn_quotas(quota_client):
     """
     listed = []
     try:
-        listed = _paginate(quota_client, "list_service_quotas", "Quotas", ServiceCode="ec2")
+        listed = common.all_items(quota_client, "list_service_quotas", "Quotas", ServiceCode="ec2")
     except (botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError):
         listed = []
     by_name = {quota.get("QuotaName"): quota for quota in listed}
@@ -138,7 +133,7 @@ def trn_quotas(quota_client):
 @AWSRetry.jittered_backoff()
 def describe_trn_instances(client):
     # The wildcard finds every Trainium type; the names are there for endpoints without wildcards.
-    reservations = _paginate(client, "describe_instances", "Reservations", Filters=[
+    reservations = common.all_items(client, "describe_instances", "Reservations", Filters=[
         {"Name": "instance-type", "Values": ["trn*", *TRAINIUM_TYPES]}, {"Name": "instance-state-name", "Values": LIVE_INSTANCE_STATES}])
     return [instance for reservation in reservations for instance in reservation.get("Instances", [])]
 

@@ -127,6 +127,13 @@ def warn(module, message):
     getattr(module, "_module", module).warn(message)
 
 
+def all_items(client, operation, key, **params):
+    """Every item under ``key`` of ``operation``'s answers, all pages read (one call where boto3 has no paginator for it)."""
+    if client.can_paginate(operation):
+        return client.get_paginator(operation).paginate(**params).build_full_result().get(key) or []
+    return getattr(client, operation)(**params).get(key) or []
+
+
 def error_code(error):
     """The code of a botocore ClientError, None for anything else."""
     if not isinstance(error, botocore.exceptions.ClientError):

@@ -718,16 +718,13 @@ def oidc_provider_arns_of_cluster(iam, cluster_name, issuer_arn=None):
 @AWSRetry.jittered_backoff()
 def list_associated_policies(client, cluster_name, principal_arn):
     """The access policies associated with a principal's entry; None when it has no entry."""
-    paginator = client.get_paginator("list_associated_access_policies")
-    pages = paginator.paginate(clusterName=cluster_name, principalArn=principal_arn)
-    return [policy for page in pages for policy in page.get("associatedAccessPolicies", [])]
+    return common.all_items(client, "list_associated_access_policies", "associatedAccessPolicies", clusterName=cluster_name, principalArn=principal_arn)
 
 
 @EksErrorHandler.list_error_handler("list the access entries of an EKS cluster", default_value=[])
 @AWSRetry.jittered_backoff()
 def list_access_entries(client, cluster_name):
-    paginator = client.get_paginator("list_access_entries")
-    return [arn for page in paginator.paginate(clusterName=cluster_name) for arn in page.get("accessEntries", [])]
+    return common.all_items(client, "list_access_entries", "accessEntries", clusterName=cluster_name)
 
 
 @EksErrorHandler.list_error_handler("describe an EKS access entry", default_value=None)

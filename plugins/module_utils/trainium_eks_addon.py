@@ -320,7 +320,7 @@ def describe_addon_versions(client, kubernetes_version, name=None):
     kwargs = {"kubernetesVersion": kubernetes_version}
     if name:
         kwargs["addonName"] = name
-    return client.get_paginator("describe_addon_versions").paginate(**kwargs).build_full_result().get("addons", [])
+    return common.all_items(client, "describe_addon_versions", "addons", **kwargs)
 
 
 @AddonErrorHandler.common_error_handler("create the add-on")

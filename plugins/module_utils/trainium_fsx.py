@@ -464,8 +464,7 @@ def summarize(fs, security_group_ids=None):
 @FsxErrorHandler.common_error_handler("describe FSx file systems")
 @AWSRetry.jittered_backoff()
 def describe_file_systems(client):
-    paginator = client.get_paginator("describe_file_systems")
-    return paginator.paginate().build_full_result().get("FileSystems", [])
+    return common.all_items(client, "describe_file_systems", "FileSystems")
 
 
 @FsxErrorHandler.list_error_handler("describe FSx file system", default_value=None)
@@ -550,9 +549,8 @@ def restore_problem(backup, params):
 @AWSRetry.jittered_backoff()
 def describe_backups(client, backup_ids=None):
     """The account's FSx backups (those of ``backup_ids`` when given; none when one of them does not exist)."""
-    paginator = client.get_paginator("describe_backups")
     args = {"BackupIds": list(backup_ids)} if backup_ids else {}
-    return paginator.paginate(**args).build_full_result().get("Backups", [])
+    return common.all_items(client, "describe_backups", "Backups", **args)
 
 
 @FsxErrorHandler.common_error_handler("create the FSx for Lustre file system from a backup")

@@ -15,7 +15,7 @@ deletion (KMS waits 7 to 30 days by design).
 
 from __future__ import annotations
 
-from ansible_collections.trainium.eks.plugins.module_utils.trainium_common import error_code
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_common import all_items, error_code
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_deployment import CLUSTER_TAG, resource_names
 
 try:
@@ -43,26 +43,18 @@ def _tags(items):
     return {tag.get("Key"): tag.get("Value") for tag in items or []}
 
 
-def _pages(client, operation, key, **kwargs):
-    if client.can_paginate(operation):
-        for page in client.get_paginator(operation).paginate(**kwargs):
-            yield from page.get(key) or []
-    else:
-        yield from getattr(client, operation)(**kwargs).get(key) or []
-
-
 def _ec2(client, cluster):
     tag_filter = [{"Name": f"tag:{CLUSTER_TAG}", "Values": [cluster]}]
     found = {}
     for kind, operation, key, id_key, state_key in EC2_KINDS:
-        items = _pages(client, operation, key, Filters=tag_filter)
+        items = all_items(client, operation, key, Filters=tag_filter)
         found[kind] = [item[id_key] for item in items if not (state_key and item.get(state_key) in GONE_STATES)]
     # A node group's instances carry EKS's own tag too: found by either.
     instances = set()
     for key in (CLUSTER_TAG, "eks:cluster-name"):
         instances.update(
             instance["InstanceId"]
-            for reservation in _pages(client, "describe_instances", "Reservations", Filters=[{"Name": f"tag:{key}", "Values": [cluster]}])
+            for reservation in all_items(client, "describe_instances", "Reservations", Filters=[{"Name": f"tag:{key}", "Values": [cluster]}])
             for instance in reservation.get("Instances") or []
             if (instance.get("State") or {}).get("Name") not in GONE_STATES)
     found["instances"] = sorted(instances)
@@ -80,9 +72,9 @@ def _eks(client, cluster):
 
 
 def _fsx(client, cluster):
-    systems = [fs["FileSystemId"] for fs in _pages(client, "describe_file_systems", "FileSystems")
+    systems = [fs["FileSystemId"] for fs in all_items(client, "describe_file_systems", "FileSystems")
                if _tags(fs.get("Tags")).get(CLUSTER_TAG) == cluster]
-    backups = [backup["BackupId"] for backup in _pages(client, "describe_backups", "Backups")
+    backups = [backup["BackupId"] for backup in all_items(client, "describe_backups", "Backups")
                if _tags(backup.get("Tags")).get(CLUSTER_TAG) == cluster and backup.get("Lifecycle") != "DELETED"]
     return systems, backups
 
@@ -112,7 +104,7 @@ def _iam(client, cluster):
 def _kms(client, cluster):
     alias = f"alias/{resource_names(cluster)['kms_alias']}"
     found = []
-    for entry in _pages(client, "list_aliases", "Aliases"):
+    for entry in all_items(client, "list_aliases", "Aliases"):
         if entry.get("AliasName") == alias and entry.get("TargetKeyId"):
             state = client.describe_key(KeyId=entry["TargetKeyId"])["KeyMetadata"].get("KeyState")
             if state not in GONE_STATES:
@@ -121,7 +113,7 @@ def _kms(client, cluster):
 
 
 def _logs(client, cluster):
-    return [group["logGroupName"] for group in _pages(client, "describe_log_groups", "logGroups", logGroupNamePrefix=f"/aws/eks/{cluster}/")]
+    return [group["logGroupName"] for group in all_items(client, "describe_log_groups", "logGroups", logGroupNamePrefix=f"/aws/eks/{cluster}/")]
 
 
 def _ecr(client, repositories):

@@ -41,9 +41,7 @@ def _tags(resource):
 @NetworkErrorHandler.common_error_handler("describe the network")
 @AWSRetry.jittered_backoff()
 def _describe(client, operation, key, **params):
-    if client.can_paginate(operation):
-        return client.get_paginator(operation).paginate(**params).build_full_result().get(key, [])
-    return getattr(client, operation)(**params).get(key, [])
+    return common.all_items(client, operation, key, **params)
 
 
 @NetworkErrorHandler.common_error_handler("describe a VPC attribute")

@@ -359,8 +359,7 @@ def describe_nodegroup(client, cluster_name, name):
 @NodegroupErrorHandler.list_error_handler("list the node groups", default_value=[])
 @AWSRetry.jittered_backoff()
 def list_nodegroups(client, cluster_name):
-    paginator = client.get_paginator("list_nodegroups")
-    return paginator.paginate(clusterName=cluster_name).build_full_result().get("nodegroups", [])
+    return common.all_items(client, "list_nodegroups", "nodegroups", clusterName=cluster_name)
 
 
 @NodegroupErrorHandler.common_error_handler("create the node group")

@@ -92,6 +92,10 @@ class _Clients:
                     return clients.answers[(service, operation)]
                 return call
 
+            @staticmethod
+            def can_paginate(operation):  # pylint: disable=unused-argument
+                return True
+
             def get_paginator(self, operation):
                 answer = clients.answers[(service, operation)]
 

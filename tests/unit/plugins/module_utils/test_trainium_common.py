@@ -322,3 +322,22 @@ def test_retry_in_use_leaves_throttling_to_awsretry(sleeps, fake_clock):
     call, calls = flaky(client_error("Throttling"), "ok")
     assert common.retry_in_use(call, 60, clock=clock, sleep=clock.sleep) == "ok"
     assert len(calls) == 2 and clock.slept == [] and len(sleeps) == 1
+
+
+def test_all_items_reads_every_page_or_the_one_answer():
+    import boto3  # pylint: disable=import-outside-toplevel
+
+    eks = boto3.client("eks", region_name="us-west-2", aws_access_key_id="a", aws_secret_access_key="b")
+    with Stubber(eks) as stub:
+        stub.add_response("list_nodegroups", {"nodegroups": ["a", "b"], "nextToken": "t"}, {"clusterName": "c"})
+        stub.add_response("list_nodegroups", {"nodegroups": ["c"]}, {"clusterName": "c", "nextToken": "t"})
+        assert common.all_items(eks, "list_nodegroups", "nodegroups", clusterName="c") == ["a", "b", "c"]
+        stub.assert_no_pending_responses()
+    ec2 = boto3.client("ec2", region_name="us-west-2", aws_access_key_id="a", aws_secret_access_key="b")
+    assert not ec2.can_paginate("describe_vpc_attribute")
+    with Stubber(ec2) as stub:
+        stub.add_response("describe_subnets", {}, {"SubnetIds": ["subnet-1"]})
+        assert common.all_items(ec2, "describe_subnets", "Subnets", SubnetIds=["subnet-1"]) == []
+        stub.add_response("describe_vpc_attribute", {"VpcId": "vpc-1", "EnableDnsSupport": {"Value": True}},
+                          {"VpcId": "vpc-1", "Attribute": "enableDnsSupport"})
+        assert common.all_items(ec2, "describe_vpc_attribute", "EnableDnsSupport", VpcId="vpc-1", Attribute="enableDnsSupport") == {"Value": True}
