@@ -283,6 +283,27 @@ def plan_changes(current, desired, purge_tags=True):
     return common.new_plan(errors, tags, config=config, version=version_update_request(current, desired))
 
 
+def update_steps(current, desired, plan):
+    """The updates of ``plan`` in the order EKS takes them, one at a time: ``[(kind, request)]`` with kind
+    ``config`` (UpdateNodegroupConfig) or ``version`` (UpdateNodegroupVersion).
+
+    A node group on a Capacity Block takes a version update only at desired size 0 ("When upgrading managed
+    node groups with Capacity Blocks, make sure that the desired size of the node group is set to 0", Amazon
+    EKS User Guide, "Create a managed node group with Capacity Blocks for ML"): it is scaled to 0 first, then
+    updated, then given its sizes (and any other configuration change) back."""
+    config, version = plan.get("config"), plan.get("version")
+    have = current.get("scalingConfig") or {}
+    if not (version and current.get("capacityType") == "CAPACITY_BLOCK" and int(have.get("desiredSize") or 0) > 0):
+        return [(kind, request) for kind, request in (("config", config), ("version", version)) if request]
+    zero = {"minSize": 0, "maxSize": have.get("maxSize"), "desiredSize": 0}
+    scaled_down = dict(current, scalingConfig=zero)
+    sizes = {k: v for k, v in have.items() if k in ("minSize", "maxSize", "desiredSize")}
+    sizes.update(desired.get("scalingConfig") or {})
+    restore = config_update_request(scaled_down, dict(desired, scalingConfig=sizes))
+    down = {"clusterName": current["clusterName"], "nodegroupName": current["nodegroupName"], "scalingConfig": zero}
+    return [("config", down), ("version", version)] + ([("config", restore)] if restore else [])
+
+
 def predict(current, plan):
     """The node group as it would look once ``plan`` is applied (for check mode and diffs)."""
     after = copy.deepcopy(current)

@@ -206,6 +206,8 @@ notes:
     C(eks:UntagResource) and C(iam:PassRole) for the node role.
   - EKS accepts one update at a time; when both the configuration and the version change, the module waits
     for the first update to finish before it starts the second.
+  - On a Capacity Block (O(capacity_type=CAPACITY_BLOCK)) EKS updates the version only at desired size 0; the
+    module scales the node group to 0 first, updates it, then scales it back, with a warning (its pods stop).
 extends_documentation_fragment:
   - amazon.aws.common.modules
   - amazon.aws.region.modules
@@ -458,14 +460,20 @@ def _present(module, client, desired):
         return
     updates = []
     after = ng.predict(current, plan)
+    steps = ng.update_steps(current, desired, plan)
+    if len(steps) > 2:
+        sizes = current.get("scalingConfig") or {}
+        common.warn(module, f"node group {name} of cluster {cluster} is on a Capacity Block, where EKS updates versions only at desired size 0 "
+                            f"(EKS User Guide, \"Create a managed node group with Capacity Blocks for ML\"): "
+                            + ("check mode: it would be scaled from" if module.check_mode else "scaling it from")
+                            + f" {sizes.get('desiredSize')} nodes to 0, updating it, then scaling it back; its running pods stop")
     if plan["changed"] and not module.check_mode:
-        if plan["config"]:
-            updates.append(ng.update_nodegroup_config(client, plan["config"], timeout=params["wait_timeout"]))
-        if plan["version"]:
-            if plan["config"]:
+        for index, (kind, request) in enumerate(steps):
+            if index:
                 # EKS runs one update at a time.
                 ng.wait_for_nodegroup(client, cluster, name, timeout=params["wait_timeout"])
-            updates.append(ng.update_nodegroup_version(client, plan["version"], timeout=params["wait_timeout"]))
+            update = ng.update_nodegroup_config if kind == "config" else ng.update_nodegroup_version
+            updates.append(update(client, request, timeout=params["wait_timeout"]))
         common.update_tags(client, current["nodegroupArn"], plan["tags_to_set"], plan["tags_to_remove"])
         after = ng.describe_nodegroup(client, cluster, name) or after
     if params["wait"] and not module.check_mode and after.get("status") != "ACTIVE":

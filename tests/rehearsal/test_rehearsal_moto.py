@@ -358,3 +358,40 @@ def test_the_upgrade_policy_is_kept_reported_and_changed_as_eks_documents(aws):
     # Not given: not reported (the API reference does not say what EKS reports then).
     eks.create_cluster(name="plain", **base)
     assert "upgradePolicy" not in eks.describe_cluster(name="plain")["cluster"]
+
+
+def test_a_node_group_version_update_follows_eks_rules_and_on_a_capacity_block_needs_desired_size_0(aws):
+    """UpdateNodegroupVersion (moto_ext_eks_rules.py): the template it was created with, a version that template has,
+    never back; on a Capacity Block only at desired size 0 (EKS User Guide). DescribeUpdate reads the update."""
+    ec2, eks = aws.client("ec2"), aws.client("eks")
+    subnets = [s["SubnetId"] for s in ec2.describe_subnets()["Subnets"][:2]]
+    eks.create_cluster(name="ver-rules", version="1.35", roleArn="arn:aws:iam::123456789012:role/eks", resourcesVpcConfig={"subnetIds": subnets})
+    block = {"InstanceMarketOptions": {"MarketType": "capacity-block"},
+             "CapacityReservationSpecification": {"CapacityReservationTarget": {"CapacityReservationId": "cr-0123456789abcdef1"}}}
+    template = ec2.create_launch_template(LaunchTemplateName="ver-block", LaunchTemplateData=block)["LaunchTemplate"]["LaunchTemplateId"]
+    other = ec2.create_launch_template(LaunchTemplateName="ver-other", LaunchTemplateData=block)["LaunchTemplate"]["LaunchTemplateId"]
+    ec2.create_launch_template_version(LaunchTemplateId=template, LaunchTemplateData=dict(block, UserData="IyEvYmluL3NoCg=="))
+    base = {"clusterName": "ver-rules", "nodeRole": "arn:aws:iam::123456789012:role/node", "subnets": subnets}
+    eks.create_nodegroup(nodegroupName="block", capacityType="CAPACITY_BLOCK", launchTemplate={"id": template, "version": "1"}, version="1.35",
+                         scalingConfig={"minSize": 1, "maxSize": 2, "desiredSize": 2}, **base)
+    eks.create_nodegroup(nodegroupName="plain", version="1.35", **base)
+    update = {"clusterName": "ver-rules", "nodegroupName": "block"}
+    error = _refused(eks.update_nodegroup_version, launchTemplate={"id": template, "version": "2"}, **update)
+    assert error == {"Code": "InvalidRequestException",
+                     "Message": "Nodegroup block uses a Capacity Block; set its desired size to 0 before a version update (it is 2)"}
+    assert eks.describe_nodegroup(**update)["nodegroup"]["launchTemplate"]["version"] == "1"
+    eks.update_nodegroup_config(scalingConfig={"minSize": 0, "maxSize": 2, "desiredSize": 0}, **update)
+    for wrong, code, words in (({"id": other, "version": "1"}, "InvalidParameterException", "must be the one the node group was created with"),
+                               ({"id": template, "version": "7"}, "InvalidParameterException", f"{template} has no version 7")):
+        error = _refused(eks.update_nodegroup_version, launchTemplate=wrong, **update)
+        assert error["Code"] == code and words in error["Message"], error
+    error = _refused(eks.update_nodegroup_version, clusterName="ver-rules", nodegroupName="plain", launchTemplate={"id": template, "version": "2"})
+    assert error["Code"] == "InvalidRequestException" and "originally deployed with a launch template" in error["Message"]
+    error = _refused(eks.update_nodegroup_version, clusterName="ver-rules", nodegroupName="plain", version="1.34")
+    assert error["Code"] == "InvalidParameterException" and "never back" in error["Message"]
+    answer = eks.update_nodegroup_version(launchTemplate={"id": template, "version": "2"}, **update)["update"]
+    assert (answer["type"], answer["status"]) == ("VersionUpdate", "Successful")
+    assert eks.describe_update(name="ver-rules", updateId=answer["id"], nodegroupName="block")["update"]["params"] == [
+        {"type": "LaunchTemplateVersion", "value": "2"}]
+    group = eks.describe_nodegroup(**update)["nodegroup"]
+    assert (group["launchTemplate"]["version"], group["scalingConfig"]["desiredSize"]) == ("2", 0)

@@ -32,12 +32,29 @@ the health issue Ec2LaunchTemplateInvalidConfiguration naming the rule.
 The rules are written here from the API reference, apart from the
 collection's own validation (plugins/module_utils/trainium_limits.py), so
 that a mistake in one of them makes a test fail instead of passing twice.
+moto 5.2.5 has no UpdateNodegroupVersion (404). As the Amazon EKS API
+Reference describes it (POST /clusters/<name>/node-groups/<name>/update-version),
+it moves a node group to another version of the launch template it was
+created with (InvalidRequestException for a group created without one,
+InvalidParameterException for another template or a version the template
+does not have), to another AMI release or Kubernetes version (never back:
+InvalidParameterException), and answers an update of type VersionUpdate that
+DescribeUpdate reads (Successful at once; AWS takes minutes). On a Capacity
+Block it needs the group at desired size 0 ("When upgrading managed node
+groups with Capacity Blocks, make sure that the desired size of the node
+group is set to 0", Amazon EKS User Guide, "Create a managed node group with
+Capacity Blocks for ML"): InvalidRequestException otherwise. AWS documents
+that rule, not its message; the message here is ours.
+
 Nothing in the collection knows about this file.
 """
 
 from __future__ import annotations
 
+import datetime
+import json
 import re
+import uuid
 
 NAME_RE = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]*$")
 NAME_MAX = 63
@@ -136,16 +153,99 @@ def capacity_block_problem(capacity_type, data):
     return None
 
 
+def _error(kind, message, cluster, nodegroup):
+    from moto.eks import exceptions  # pylint: disable=import-outside-toplevel
+
+    if kind == "InvalidRequestException":
+        return exceptions.InvalidRequestException(message=message)
+    return getattr(exceptions, kind)(clusterName=cluster, nodegroupName=nodegroup, fargateProfileName=None, addonName=None, message=message)
+
+
+def _minor(version):
+    return tuple(int(part) for part in re.findall(r"\d+", str(version))[:2])
+
+
+def version_update_problem(nodegroup, cluster_version, request, template_versions):
+    """(exception name, message) of what EKS refuses in an UpdateNodegroupVersion request, or None.
+
+    ``nodegroup`` holds status, capacityType, desiredSize, launchTemplate and version as the group has them;
+    ``template_versions`` the version numbers (strings) of the group's launch template."""
+    if nodegroup["status"] not in ("ACTIVE", "DEGRADED"):
+        return "ResourceInUseException", f"Nodegroup {nodegroup['name']} is {nodegroup['status']}; it can be updated once it is ACTIVE"
+    wanted = request.get("launchTemplate")
+    have = nodegroup.get("launchTemplate") or {}
+    if wanted:
+        if not have:
+            return ("InvalidRequestException",
+                    "You can update a node group using a launch template only if the node group was originally deployed with a launch template")
+        if (wanted.get("id") and wanted["id"] != have.get("id")) or (wanted.get("name") and wanted["name"] != have.get("name")):
+            return ("InvalidParameterException",
+                    f"The launch template must be the one the node group was created with ({have.get('id')}, {have.get('name')})")
+        if wanted.get("version") is not None and str(wanted["version"]) not in template_versions:
+            return "InvalidParameterException", f"Launch template {have.get('id')} has no version {wanted['version']}"
+    version = request.get("version")
+    if version is not None and (_minor(version) < _minor(nodegroup["version"]) or _minor(version) > _minor(cluster_version)):
+        return ("InvalidParameterException",
+                f"Requested Kubernetes version {version} is invalid: a node group goes from {nodegroup['version']} up to the cluster's "
+                f"{cluster_version}, never back")
+    if nodegroup.get("capacityType") == "CAPACITY_BLOCK" and int(nodegroup.get("desiredSize") or 0) > 0:
+        return ("InvalidRequestException",
+                f"Nodegroup {nodegroup['name']} uses a Capacity Block; set its desired size to 0 before a version update "
+                f"(it is {nodegroup['desiredSize']})")
+    return None
+
+
+def update_nodegroup_version(self):
+    """UpdateNodegroupVersion, which moto lacks: the rules of version_update_problem, then the group's new versions."""
+    from moto_ext_ec2 import ec2_backend  # pylint: disable=import-outside-toplevel
+
+    cluster_name, name = self._get_param("name"), self._get_param("nodegroupName") or self.path.rstrip("/").split("/")[-2]
+    cluster = self.eks_backend.clusters.get(cluster_name)
+    if cluster is None:
+        raise _error("ResourceNotFoundException", f"No cluster found for name: {cluster_name}.", cluster_name, name)
+    group = cluster.nodegroups.get(name)
+    if group is None:
+        raise _error("ResourceNotFoundException", f"No node group found for name: {name}.", cluster_name, name)
+    request = {key: self._get_param(key) for key in ("launchTemplate", "version", "releaseVersion")}
+    have_template = dict(group.launch_template or {})
+    versions = []
+    if have_template.get("id"):
+        try:
+            versions = [str(v.number) for v in ec2_backend(self.eks_backend).get_launch_template(have_template["id"]).versions]
+        except Exception:  # pylint: disable=broad-except
+            versions = []
+    state = {"name": name, "status": group.status, "capacityType": group.capacity_type, "desiredSize": (group.scaling_config or {}).get("desiredSize"),
+             "launchTemplate": have_template, "version": group.version}
+    problem = version_update_problem(state, cluster.version, request, versions)
+    if problem:
+        raise _error(problem[0], problem[1], cluster_name, name)
+    params = []
+    if request["launchTemplate"] and request["launchTemplate"].get("version") is not None:
+        group.launch_template = dict(have_template, version=str(request["launchTemplate"]["version"]))
+        params.append({"type": "LaunchTemplateVersion", "value": str(request["launchTemplate"]["version"])})
+    if request["releaseVersion"]:
+        group.release_version = request["releaseVersion"]
+        params.append({"type": "ReleaseVersion", "value": request["releaseVersion"]})
+    if request["version"] or not request["launchTemplate"]:
+        group.version = request["version"] or cluster.version
+        params.append({"type": "Version", "value": group.version})
+    update = {"id": str(uuid.uuid4()), "status": "Successful", "type": "VersionUpdate", "params": params,
+              "createdAt": datetime.datetime.now(datetime.timezone.utc).timestamp(), "errors": []}
+    self.eks_backend.__dict__.setdefault("_trainium_updates", {})[(cluster_name, update["id"])] = update
+    return 200, {}, json.dumps({"update": update})
+
+
 def _refuse(problems, cluster, nodegroup):
     if problems:
         raise _invalid("; ".join(problems), cluster, nodegroup)
 
 
 def install():
-    """Wrap EKSBackend.create_nodegroup and update_nodegroup_config (once per process)."""
+    """Wrap EKSBackend.create_nodegroup and update_nodegroup_config, add UpdateNodegroupVersion (once per process)."""
     if _INSTALLED:
         return
-    from moto.eks import models  # pylint: disable=import-outside-toplevel
+    from moto.eks import models, urls  # pylint: disable=import-outside-toplevel
+    from moto.eks.responses import EKSResponse  # pylint: disable=import-outside-toplevel
 
     create = models.EKSBackend.create_nodegroup
     update = models.EKSBackend.update_nodegroup_config
@@ -174,4 +274,6 @@ def install():
 
     models.EKSBackend.create_nodegroup = create_nodegroup
     models.EKSBackend.update_nodegroup_config = update_nodegroup_config
+    urls.url_paths["{0}/clusters/(?P<name>[^/]+)/node-groups/(?P<nodegroupName>[^/]+)/update-version$"] = urls.response.dispatch
+    EKSResponse.update_nodegroup_version = update_nodegroup_version
     _INSTALLED.append(True)

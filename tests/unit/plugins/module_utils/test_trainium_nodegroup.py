@@ -219,6 +219,30 @@ def test_launch_template_version_difference_updates_the_version(current):
     assert ng.predict(current, plan)["launchTemplate"]["version"] == "2"
 
 
+def test_updates_run_config_then_version_and_on_a_capacity_block_scale_to_0_around_the_version(current):
+    names = {"clusterName": "trn-rehearsal", "nodegroupName": "trn-rehearsal-trn1"}
+    wanted = {"launch_template": {"id": LT, "name": None, "version": "2"}, "labels": {"trainium.eks/pool": "trn1", "team": "ml"}}
+    plan = plan_for(current, **wanted)
+    steps = ng.update_steps(current, ng.desired_state(params(**wanted)), plan)
+    assert [step[0] for step in steps] == ["config", "version"] and steps[1][1]["launchTemplate"]["version"] == "2"
+    current["capacityType"] = "CAPACITY_BLOCK"
+    wanted.update(capacity_type="CAPACITY_BLOCK", scaling_config={"min_size": 1, "max_size": 2, "desired_size": 2})
+    plan = plan_for(current, **wanted)
+    steps = ng.update_steps(current, ng.desired_state(params(**wanted)), plan)
+    assert steps == [
+        ("config", dict(names, scalingConfig={"minSize": 0, "maxSize": 2, "desiredSize": 0})),
+        ("version", dict(names, launchTemplate={"id": LT, "version": "2"})),
+        ("config", dict(names, scalingConfig={"minSize": 1, "maxSize": 2, "desiredSize": 2}, labels={"addOrUpdateLabels": {"team": "ml"}})),
+    ]
+    # Without sizes asked for, the group gets back the ones it had; already at 0 it is updated as it is.
+    wanted.pop("scaling_config")
+    steps = ng.update_steps(current, ng.desired_state(params(scaling_config=None, **wanted)), plan_for(current, scaling_config=None, **wanted))
+    assert steps[2][1]["scalingConfig"] == {"minSize": 2, "maxSize": 2, "desiredSize": 2}
+    current["scalingConfig"] = {"minSize": 0, "maxSize": 2, "desiredSize": 0}
+    plan = plan_for(current, scaling_config=None, **wanted)
+    assert [step[0] for step in ng.update_steps(current, ng.desired_state(params(scaling_config=None, **wanted)), plan)] == ["config", "version"]
+
+
 def test_launch_template_by_name_compares_the_name(current):
     plan = plan_for(current, launch_template={"id": None, "name": "trn-rehearsal-trn1", "version": None})
     assert plan["changed"] is False and plan["errors"] == []

@@ -148,6 +148,22 @@ def test_config_and_version_updates_wait_in_between(capsys, monkeypatch):
     assert len(result["updates"]) == 2
 
 
+def test_a_capacity_block_group_is_scaled_to_0_for_its_version_update_and_back_with_a_warning(capsys, monkeypatch):
+    block = dict(EXISTING, capacityType="CAPACITY_BLOCK")
+    args = dict(ARGS, capacity_type="CAPACITY_BLOCK", launch_template={"id": LT, "version": "2"})
+    fake = FakeEks(nodegroups={"trn-rehearsal-trn1": block}).install(monkeypatch)
+    rc, result = run(capsys, args, check=True)
+    assert rc == 0 and result["changed"] is True and fake.calls == []
+    assert "check mode: it would be scaled from 2 nodes to 0" in str(result["warnings"])
+    rc, result = run(capsys, args)
+    assert rc == 0 and result["changed"] is True
+    assert [c[0] for c in fake.calls] == ["update_config", "wait_active", "update_version", "wait_active", "update_config"]
+    assert fake.calls[0][1]["scalingConfig"] == {"minSize": 0, "maxSize": 2, "desiredSize": 0}
+    assert fake.calls[4][1]["scalingConfig"] == {"minSize": 2, "maxSize": 2, "desiredSize": 2}
+    assert "Capacity Block, where EKS updates versions only at desired size 0" in str(result["warnings"])
+    assert "scaling it from 2 nodes to 0, updating it, then scaling it back" in str(result["warnings"])
+
+
 def test_immutable_differences_fail_listing_them(capsys, monkeypatch):
     fake = FakeEks(nodegroups={"trn-rehearsal-trn1": EXISTING}).install(monkeypatch)
     rc, result = run(capsys, dict(ARGS, subnets=["subnet-other"], capacity_type="SPOT"))
