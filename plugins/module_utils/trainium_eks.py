@@ -80,6 +80,8 @@ UNSUPPORTED_ZONE_CODE = "UnsupportedAvailabilityZoneException"
 # Cluster tag: the asked-for subnets left out at creation because EKS refused
 # their zone (space-separated); they are no difference on later runs.
 SKIPPED_SUBNETS_TAG = "trainium.eks/control-plane-skipped-subnets"
+# The longest tag value EKS takes (Amazon EKS API Reference, TagResource: tag values of 0-256 characters).
+TAG_VALUE_MAX = 256
 
 
 class EksClusterError(common.TrainiumAWSError):
@@ -179,6 +181,10 @@ def validate_request(params):
     problem = admin_principals_problem(params.get("admin_principal_arns"), mode)
     if problem:
         raise EksConfigError(problem)
+    reserved = sorted(set(params.get("tags") or {}) & {ADMIN_ENTRIES_TAG, SKIPPED_SUBNETS_TAG})
+    if reserved:
+        raise EksConfigError(f"tags: got the key(s) {', '.join(reserved)}; allowed: keys other than these, which the module sets itself "
+                             "to remember what it did")
 
 
 def admin_principals_problem(arns, mode=None):
@@ -274,8 +280,14 @@ def request_in_valid_zones(request, subnet_zones, zones_ok):
             f"({UNSUPPORTED_ZONE_CODE}); the other subnets are in {len(kept_zones)} zone(s) ({', '.join(kept_zones) or 'none'}); "
             f"allowed: subnets in at least two of the zones EKS named, {', '.join(sorted(supported)) or '(none)'} "
             "(Amazon EKS API Reference, CreateCluster)")
+    record = " ".join(left_out)
+    if len(record) > TAG_VALUE_MAX:
+        raise EksConfigError(
+            f"subnets: EKS refused cluster {request['name']}'s control plane in the zones of {len(left_out)} of its subnets, more than "
+            f"the tag {SKIPPED_SUBNETS_TAG} can record ({TAG_VALUE_MAX} characters); allowed: subnets in the zones EKS named, "
+            f"{', '.join(sorted(supported))}")
     retry = dict(request, resourcesVpcConfig=dict(request["resourcesVpcConfig"], subnetIds=kept))
-    retry["tags"] = dict(request.get("tags") or {}, **{SKIPPED_SUBNETS_TAG: " ".join(left_out)})
+    retry["tags"] = dict(request.get("tags") or {}, **{SKIPPED_SUBNETS_TAG: record})
     return retry, left_out
 
 
@@ -285,7 +297,9 @@ def immutable_differences(cluster, params):
     vpc = cluster.get("resourcesVpcConfig") or {}
     if params.get("role_arn") and cluster.get("roleArn") and params["role_arn"] != cluster["roleArn"]:
         differences.append(f"role_arn: cluster has {cluster['roleArn']}, asked {params['role_arn']}")
-    if params.get("subnets") is not None and vpc.get("subnetIds") and set(params["subnets"]) - skipped_subnets(cluster) != set(vpc["subnetIds"]):
+    # Only a subnet asked for and not in the cluster can have been left out.
+    left_out = skipped_subnets(cluster) - set(vpc.get("subnetIds") or ())
+    if params.get("subnets") is not None and vpc.get("subnetIds") and set(params["subnets"]) - left_out != set(vpc["subnetIds"]):
         differences.append(f"subnets: cluster has {sorted(vpc['subnetIds'])}, asked {sorted(params['subnets'])}")
     if params.get("security_groups") is not None and "securityGroupIds" in vpc and set(params["security_groups"]) != set(vpc["securityGroupIds"]):
         differences.append(f"security_groups: cluster has {sorted(vpc['securityGroupIds'])}, asked {sorted(params['security_groups'])}")

@@ -292,16 +292,18 @@ def update_steps(current, desired, plan):
     EKS User Guide, "Create a managed node group with Capacity Blocks for ML"): it is scaled to 0 first, then
     updated, then given its sizes (and any other configuration change) back."""
     config, version = plan.get("config"), plan.get("version")
-    have = current.get("scalingConfig") or {}
-    if not (version and current.get("capacityType") == "CAPACITY_BLOCK" and int(have.get("desiredSize") or 0) > 0):
+    if not (version and current.get("capacityType") == "CAPACITY_BLOCK"):
         return [(kind, request) for kind, request in (("config", config), ("version", version)) if request]
+    # The version first, at 0, whatever the configuration asks: a run interrupted after the scale-down finds
+    # the group at 0 and must not scale it up before the version update EKS would then refuse.
+    have = current.get("scalingConfig") or {}
     zero = {"minSize": 0, "maxSize": have.get("maxSize"), "desiredSize": 0}
-    scaled_down = dict(current, scalingConfig=zero)
+    down = [] if int(have.get("desiredSize") or 0) == 0 else [
+        ("config", {"clusterName": current["clusterName"], "nodegroupName": current["nodegroupName"], "scalingConfig": zero})]
     sizes = {k: v for k, v in have.items() if k in ("minSize", "maxSize", "desiredSize")}
     sizes.update(desired.get("scalingConfig") or {})
-    restore = config_update_request(scaled_down, dict(desired, scalingConfig=sizes))
-    down = {"clusterName": current["clusterName"], "nodegroupName": current["nodegroupName"], "scalingConfig": zero}
-    return [("config", down), ("version", version)] + ([("config", restore)] if restore else [])
+    restore = config_update_request(dict(current, scalingConfig=zero), dict(desired, scalingConfig=sizes))
+    return down + [("version", version)] + ([("config", restore)] if restore else [])
 
 
 def predict(current, plan):

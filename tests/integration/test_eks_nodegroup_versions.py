@@ -65,3 +65,19 @@ def test_a_new_launch_template_version_reaches_the_group_and_a_capacity_block_go
         assert kinds == ["VersionUpdate"] and not warnings, updated
     again = nodegroup(run_module, rehearsal, cluster, kind, 2)
     assert again.get("failed") is not True and again["changed"] is False and again["updates"] == [], again
+
+
+def test_a_run_interrupted_after_the_scale_down_converges_on_the_next_run(aws, rehearsal, run_module, cluster):
+    """Left at 0 on the old version (the run stopped after its scale-down): the next run updates the version first,
+    which EKS allows at 0, then scales the group back; scaling up first would make EKS refuse the update."""
+    eks = aws.client("eks")
+    made = nodegroup(run_module, rehearsal, cluster, "block", 1)
+    assert made.get("failed") is not True, made
+    eks.update_nodegroup_config(clusterName="trn-versions", nodegroupName="trn-versions-block",
+                                scalingConfig={"minSize": 0, "maxSize": 2, "desiredSize": 0})
+    resumed = nodegroup(run_module, rehearsal, cluster, "block", 2)
+    assert resumed.get("failed") is not True and resumed["changed"] is True, resumed
+    assert [u["type"] for u in resumed["updates"]] == ["VersionUpdate", "ConfigUpdate"]
+    assert not resumed.get("warnings"), resumed
+    group = eks.describe_nodegroup(clusterName="trn-versions", nodegroupName="trn-versions-block")["nodegroup"]
+    assert (group["launchTemplate"]["version"], group["scalingConfig"]["desiredSize"]) == ("2", 2)

@@ -482,6 +482,29 @@ def test_a_refused_zone_is_left_out_and_recorded_when_two_zones_remain():
     assert eks.SKIPPED_SUBNETS_TAG not in plan["tags_to_remove"]
 
 
+def test_the_record_counts_only_subnets_not_in_the_cluster_and_is_never_the_user_s():
+    cluster = {"roleArn": "arn:aws:iam::123456789012:role/r", "resourcesVpcConfig": {"subnetIds": ["subnet-a", "subnet-b"]},
+               "tags": {eks.SKIPPED_SUBNETS_TAG: "subnet-e subnet-a"}}
+    # subnet-a is in the cluster: the tag cannot hide that it is no longer asked for.
+    assert eks.immutable_differences(cluster, {"subnets": ["subnet-b", "subnet-e"]}) != []
+    assert eks.immutable_differences(cluster, {"subnets": ["subnet-a", "subnet-b", "subnet-e"]}) == []
+    for key in (eks.SKIPPED_SUBNETS_TAG, eks.ADMIN_ENTRIES_TAG):
+        with pytest.raises(eks.EksConfigError) as refused:
+            eks.validate_request({"name": "c", "tags": {key: "subnet-x"}})
+        assert str(refused.value).startswith(f"tags: got the key(s) {key}; allowed: keys other than these")
+
+
+def test_more_left_out_subnets_than_the_tag_holds_are_refused_before_the_retry():
+    many = {f"subnet-{i:017x}": ("us-east-1e", "use1-az3") for i in range(11)}
+    zones = dict(ZONES, **many)
+    with pytest.raises(eks.EksConfigError) as refused:
+        eks.request_in_valid_zones(zone_request(["subnet-a", "subnet-b", *many]), zones, ["us-east-1a", "us-east-1b"])
+    assert "in the zones of 11 of its subnets, more than the tag trainium.eks/control-plane-skipped-subnets can record (256 characters)" \
+        in str(refused.value)
+    retry, left_out = eks.request_in_valid_zones(zone_request(["subnet-a", "subnet-b", *list(many)[:10]]), zones, ["us-east-1a", "us-east-1b"])
+    assert len(left_out) == 10 and len(retry["tags"][eks.SKIPPED_SUBNETS_TAG]) == 249
+
+
 def test_zone_ids_count_as_well_as_names():
     retry, left_out = eks.request_in_valid_zones(zone_request(["subnet-a", "subnet-b", "subnet-e"]), ZONES, ["use1-az6", "use1-az1"])
     assert retry["resourcesVpcConfig"]["subnetIds"] == ["subnet-a", "subnet-b"] and left_out == ["subnet-e"]

@@ -238,9 +238,12 @@ def test_updates_run_config_then_version_and_on_a_capacity_block_scale_to_0_arou
     wanted.pop("scaling_config")
     steps = ng.update_steps(current, ng.desired_state(params(scaling_config=None, **wanted)), plan_for(current, scaling_config=None, **wanted))
     assert steps[2][1]["scalingConfig"] == {"minSize": 2, "maxSize": 2, "desiredSize": 2}
+    # A run interrupted after the scale-down finds the group at 0: the version first, then the sizes asked for.
     current["scalingConfig"] = {"minSize": 0, "maxSize": 2, "desiredSize": 0}
-    plan = plan_for(current, scaling_config=None, **wanted)
-    assert [step[0] for step in ng.update_steps(current, ng.desired_state(params(scaling_config=None, **wanted)), plan)] == ["config", "version"]
+    wanted["scaling_config"] = {"min_size": 1, "max_size": 2, "desired_size": 2}
+    steps = ng.update_steps(current, ng.desired_state(params(**wanted)), plan_for(current, **wanted))
+    assert [step[0] for step in steps] == ["version", "config"]
+    assert steps[1][1]["scalingConfig"] == {"minSize": 1, "maxSize": 2, "desiredSize": 2}
 
 
 def test_launch_template_by_name_compares_the_name(current):
