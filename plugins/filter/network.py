@@ -14,6 +14,7 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_deployment import resource_names
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_limits import subnet_address_problems
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_validation import ipv4_network as _network
 
 
@@ -79,7 +80,7 @@ def network_byo_subnets(subnets, vpc_id, private_ids, public_ids, zones):
     found = {}
     for subnet in subnets or []:
         subnet_id, subnet_vpc, zone = _subnet_fields(subnet)
-        found[subnet_id] = {"vpc_id": subnet_vpc, "zone": zone}
+        found[subnet_id] = {"vpc_id": subnet_vpc, "zone": zone, "cidr": subnet.get("cidr_block", subnet.get("CidrBlock"))}
     errors = []
     for variable, ids in (("network_private_subnet_ids", private_ids or []), ("network_public_subnet_ids", public_ids or [])):
         missing = [subnet_id for subnet_id in ids if subnet_id not in found]
@@ -113,6 +114,8 @@ def network_byo_subnets(subnets, vpc_id, private_ids, public_ids, zones):
         "subnets_by_zone": by_zone,
         "private_subnet_ids": [private[zone] for zone in needed if zone in private],
         "public_subnet_ids": [public[zone] for zone in needed if zone in public],
+        # The private subnet used in each zone with its range, as network_address_errors takes it.
+        "private_by_zone": {zone: {"private": found[private[zone]]["cidr"], "subnet_id": private[zone]} for zone in needed if zone in private},
     }
 
 
@@ -164,10 +167,16 @@ def network_desired(plan, cluster_name, nat_zones, tags):
     }
 
 
+def network_address_errors(subnets_by_zone, pools, instance_types, variable="network_private_subnet_prefix"):
+    """One line per zone whose private subnet cannot hold its node pools' addresses (trainium_limits.subnet_address_problems)."""
+    return subnet_address_problems(subnets_by_zone, pools, instance_types or {}, variable)
+
+
 class FilterModule:
     def filters(self):
         return {
             "network_desired": network_desired,
             "network_subnet_plan": network_subnet_plan,
             "network_byo_subnets": network_byo_subnets,
+            "network_address_errors": network_address_errors,
         }

@@ -39,6 +39,7 @@ def summarize_instance_type(info):
         "max_efa_interfaces": int(efa.get("MaximumEfaInterfaces", 0)),
         "network_cards": int(network.get("MaximumNetworkCards", 1)),
         "max_network_interfaces": int(network.get("MaximumNetworkInterfaces", 0)),
+        "ipv4_addresses_per_interface": int(network.get("Ipv4AddressesPerInterface", 0)),
         "vcpus": int((info.get("VCpuInfo") or {}).get("DefaultVCpus", 0)),
         "memory_mib": int((info.get("MemoryInfo") or {}).get("SizeInMiB", 0)),
     }

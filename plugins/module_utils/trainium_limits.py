@@ -131,3 +131,72 @@ def pool_lnc(pool):
 def logical_neuron_cores(physical_cores, lnc):
     """The NeuronCores a node advertises and runs ranks on: physical cores grouped by ``lnc``."""
     return int(physical_cores or 0) // max(int(lnc or 1), 1)
+
+
+# Addresses of a subnet: AWS reserves the first four and the last one of every
+# subnet CIDR block (Amazon VPC User Guide, "Subnet CIDR blocks").
+SUBNET_RESERVED_ADDRESSES = 5
+
+# VPC addresses one node takes from its subnet with the VPC CNI's defaults
+# (WARM_ENI_TARGET=1, no prefix delegation): its primary interface with all of
+# its addresses, and one warm interface of as many once a pod takes an address
+# of the first (aws/amazon-vpc-cni-k8s docs/eni-and-ip-target.md; EKS Best
+# Practices Guide, "Amazon VPC CNI"). EFA-only interfaces take none (EKS User
+# Guide, "Manage EFA devices on Amazon EKS"). The figure per interface is EC2's
+# Ipv4AddressesPerInterface (DescribeInstanceTypes): 50 on trn1, trn1n and trn2.
+INTERFACES_PER_NODE = 2
+ADDRESSES_RULE = ("VPC CNI defaults: a node's primary interface and one warm interface, each with its instance type's "
+                  "Ipv4AddressesPerInterface; AWS reserves 5 addresses per subnet")
+
+
+def usable_addresses(prefix_length):
+    """Addresses of an IPv4 subnet of ``prefix_length`` that instances can use."""
+    return 2 ** (32 - prefix_length) - SUBNET_RESERVED_ADDRESSES
+
+
+def subnet_address_problems(subnets_by_zone, pools, instance_types, variable):
+    """One line per zone whose private subnet cannot hold the addresses of its node pools at their largest size.
+
+    ``subnets_by_zone``: {zone: {"private": CIDR, "subnet_id": ID (a subnet brought by the user)}};
+    ``pools``: placed node pools (name, instance_type, availability_zone, count, max_count);
+    ``instance_types``: {type: {"ipv4_addresses_per_interface": N}}; ``variable``: the setting to name
+    (network_private_subnet_prefix for a created network, network_private_subnet_ids for one brought)."""
+    problems = []
+    for zone in sorted(subnets_by_zone or {}):
+        subnet = subnets_by_zone[zone] or {}
+        cidr = subnet.get("private")
+        if not isinstance(cidr, str) or "/" not in cidr:
+            continue
+        prefix = int(cidr.rsplit("/", 1)[1])
+        have = usable_addresses(prefix)
+        parts, need = [], 0
+        for pool in pools or []:
+            per_interface = int((instance_types.get(pool.get("instance_type")) or {}).get("ipv4_addresses_per_interface") or 0)
+            nodes = pool.get("max_count") if pool.get("max_count") is not None else pool.get("count") or 0
+            if pool.get("availability_zone") != zone or not per_interface or not nodes:
+                continue
+            each = INTERFACES_PER_NODE * per_interface
+            need += nodes * each
+            parts.append(f"{pool['name']} {nodes} x {pool['instance_type']} x {each}")
+        if need <= have:
+            continue
+        fits = next(p for p in range(prefix, 0, -1) if usable_addresses(p) >= need)
+        where = f"{subnet['subnet_id']} ({cidr})" if subnet.get("subnet_id") else f"the private subnet {cidr}"
+        allowed = (f"{fits} or shorter" if variable == "network_private_subnet_prefix"
+                   else f"a private subnet of /{fits} or wider in {zone}")
+        problems.append(f"{variable}: {where} of {zone} has {have} usable addresses and its node pools need up to {need} "
+                        f"({', '.join(parts)}; {ADDRESSES_RULE}); allowed: {allowed}")
+    return problems
+
+
+# The oldest Amazon VPC CNI that works with EFA-only network interfaces, which the
+# launch templates use (EKS User Guide, "Run machine learning training on Amazon EKS
+# with Elastic Fabric Adapter": "You must have VPC CNI version 1.18.5 or later for
+# EFA-only interfaces").
+VPC_CNI_EFA_ONLY_MIN = (1, 18, 5)
+
+
+def vpc_cni_too_old(version):
+    """Whether a vpc-cni add-on version (v1.20.4-eksbuild.1) is older than VPC_CNI_EFA_ONLY_MIN; False when unparsable."""
+    match = re.match(r"^v?(\d+)\.(\d+)\.(\d+)", str(version or ""))
+    return bool(match) and tuple(int(part) for part in match.groups()) < VPC_CNI_EFA_ONLY_MIN

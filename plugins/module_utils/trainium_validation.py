@@ -279,6 +279,10 @@ def eks_cluster_problems(values):
     version = values.get("eks_cluster_vpc_cni_version")
     if version and not VPC_CNI_VERSION_RE.match(str(version)):
         problems.add("eks_cluster_vpc_cni_version", version, "empty (EKS's default) or a vpc-cni add-on version such as v1.20.4-eksbuild.1")
+    elif version and limits.vpc_cni_too_old(version):
+        problems.add("eks_cluster_vpc_cni_version", version,
+                     "empty (EKS's default) or v" + ".".join(map(str, limits.VPC_CNI_EFA_ONLY_MIN)) + " or later: the node launch templates use "
+                     "EFA-only network interfaces (EKS User Guide, \"Run machine learning training on Amazon EKS with Elastic Fabric Adapter\")")
     problems.extend(eks_access_problems(values))
     return problems
 

@@ -185,6 +185,11 @@ instance_types:
       type: int
       returned: when known
       sample: 40
+    ipv4_addresses_per_interface:
+      description: IPv4 addresses per network interface (EC2 C(Ipv4AddressesPerInterface)); the subnet check of the network role uses it.
+      type: int
+      returned: when known
+      sample: 50
     vcpus:
       description: Default vCPUs.
       type: int

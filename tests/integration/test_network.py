@@ -11,6 +11,7 @@ baseline of a fresh moto.
 
 from __future__ import annotations
 
+import re
 
 import pytest
 
@@ -103,6 +104,33 @@ def test_bring_your_own_missing_zone_fails_and_creates_nothing(aws, run_playbook
     assert f'"private_subnet_ids": ["{only_a}", "{in_b}"]' in accepted.text and '"created": false' in accepted.text
     untouched = run_playbook(network_playbook, extra_vars=dict(byo, network_state="absent"))
     assert untouched.rc == 0, untouched
+    assert network_resources(aws) == before
+
+
+def test_subnets_too_small_for_the_pools_are_refused_before_anything_is_created(aws, run_playbook, network_playbook, local_vars):
+    """The inventory's trn1 pool (2 x trn1.32xlarge, 2 x 50 addresses each with the VPC CNI's defaults) needs 200
+    addresses in its zone: a /25 (123 usable) is refused naming the prefix that holds them, a brought /26 too."""
+    before = network_resources(aws)
+    pool = local_vars["trainium_node_pools"][0]
+    need = 2 * 50 * pool.get("max_count", pool["count"])
+    result = run_playbook(network_playbook, extra_vars={"network_private_subnet_prefix": 25})
+    assert result.rc != 0, result
+    assert "1 problem(s) with the subnet sizes; nothing was created" in result.text
+    assert re.search(rf"network_private_subnet_prefix: the private subnet 10\.0\.\d+\.\d+/25 of us-west-2\w has 123 usable addresses "
+                     rf"and its node pools need up to {need} \(trn1 \d+ x trn1\.32xlarge x 100; VPC CNI defaults", result.text), result.text
+    assert "allowed: 24 or shorter" in result.text
+    assert network_resources(aws) == before
+
+    ec2 = aws.client("ec2")
+    vpc_id = ec2.create_vpc(CidrBlock="10.30.0.0/16")["Vpc"]["VpcId"]
+    brought = [ec2.create_subnet(VpcId=vpc_id, CidrBlock=cidr, AvailabilityZone=zone)["Subnet"]["SubnetId"]
+               for cidr, zone in (("10.30.0.0/26", "us-west-2a"), ("10.30.1.0/26", "us-west-2b"),
+                                  ("10.30.2.0/26", "us-west-2c"), ("10.30.3.0/26", "us-west-2d"))]
+    before = network_resources(aws)
+    result = run_playbook(network_playbook, extra_vars={"network_vpc_id": vpc_id, "network_private_subnet_ids": brought})
+    assert result.rc != 0, result
+    assert re.search(r"network_private_subnet_ids: subnet-\w+ \(10\.30\.\d\.0/26\) of us-west-2\w has 59 usable addresses", result.text), result.text
+    assert "allowed: a private subnet of /24 or wider in us-west-2" in result.text
     assert network_resources(aws) == before
 
 

@@ -395,3 +395,28 @@ def test_a_node_group_version_update_follows_eks_rules_and_on_a_capacity_block_n
         {"type": "LaunchTemplateVersion", "value": "2"}]
     group = eks.describe_nodegroup(**update)["nodegroup"]
     assert (group["launchTemplate"]["version"], group["scalingConfig"]["desiredSize"]) == ("2", 0)
+
+
+def test_a_node_group_larger_than_its_subnets_free_addresses_fails_as_eks_reports_it(aws):
+    """A /28 holds 11 addresses: 12 nodes cannot all get a primary address (EKS health issue InsufficientFreeAddresses),
+    at creation (CREATE_FAILED) or when a group grows past it (DEGRADED, healthy again once back within)."""
+    ec2, eks = aws.client("ec2"), aws.client("eks")
+    vpc = ec2.create_vpc(CidrBlock="10.9.0.0/16")["Vpc"]["VpcId"]
+    small = [ec2.create_subnet(VpcId=vpc, CidrBlock=cidr, AvailabilityZone=zone)["Subnet"]["SubnetId"]
+             for cidr, zone in (("10.9.0.0/28", "us-west-2a"), ("10.9.1.0/28", "us-west-2b"))]
+    eks.create_cluster(name="ip-rules", roleArn="arn:aws:iam::123456789012:role/eks", resourcesVpcConfig={"subnetIds": small})
+    base = {"clusterName": "ip-rules", "nodeRole": "arn:aws:iam::123456789012:role/node", "subnets": small[:1]}
+    eks.create_nodegroup(nodegroupName="too-big", scalingConfig={"minSize": 12, "maxSize": 12, "desiredSize": 12}, **base)
+    eks.create_nodegroup(nodegroupName="fits", scalingConfig={"minSize": 11, "maxSize": 12, "desiredSize": 11}, **base)
+    groups = {name: eks.describe_nodegroup(clusterName="ip-rules", nodegroupName=name)["nodegroup"] for name in ("too-big", "fits")}
+    assert groups["too-big"]["status"] == "CREATE_FAILED"
+    assert groups["too-big"]["health"]["issues"] == [{
+        "code": "InsufficientFreeAddresses", "resourceIds": small[:1],
+        "message": "One or more of the subnets associated with your managed node group does not have enough available IP addresses for new nodes."}]
+    assert (groups["fits"]["status"], groups["fits"]["health"]["issues"]) == ("ACTIVE", [])
+    eks.update_nodegroup_config(clusterName="ip-rules", nodegroupName="fits", scalingConfig={"minSize": 11, "maxSize": 12, "desiredSize": 12})
+    grown = eks.describe_nodegroup(clusterName="ip-rules", nodegroupName="fits")["nodegroup"]
+    assert (grown["status"], [i["code"] for i in grown["health"]["issues"]]) == ("DEGRADED", ["InsufficientFreeAddresses"])
+    eks.update_nodegroup_config(clusterName="ip-rules", nodegroupName="fits", scalingConfig={"minSize": 1, "maxSize": 12, "desiredSize": 2})
+    back = eks.describe_nodegroup(clusterName="ip-rules", nodegroupName="fits")["nodegroup"]
+    assert (back["status"], back["health"]["issues"]) == ("ACTIVE", [])

@@ -101,6 +101,7 @@ def _efa_network(performance, cards, efa, interfaces):
         "EnaSupport": "required",
         "EfaSupported": True,
         "EfaInfo": {"MaximumEfaInterfaces": efa},
+        "Ipv4AddressesPerInterface": 50,
     }
 
 

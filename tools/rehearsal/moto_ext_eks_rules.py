@@ -32,6 +32,15 @@ the health issue Ec2LaunchTemplateInvalidConfiguration naming the rule.
 The rules are written here from the API reference, apart from the
 collection's own validation (plugins/module_utils/trainium_limits.py), so
 that a mistake in one of them makes a test fail instead of passing twice.
+A node group whose subnets hold fewer free addresses than it has nodes (each
+instance's primary network interface takes one; EFA-only interfaces none)
+cannot launch them: as EKS reports it, the node group ends CREATE_FAILED at
+creation, or DEGRADED when UpdateNodegroupConfig grows it, with the health
+issue InsufficientFreeAddresses ("One or more of the subnets associated with
+your managed node group does not have enough available IP addresses for new
+nodes.", Amazon EKS API Reference, Issue). The collection's own check is
+stricter (the VPC CNI's addresses for pods too; trainium_limits.py).
+
 moto 5.2.5 has no UpdateNodegroupVersion (404). As the Amazon EKS API
 Reference describes it (POST /clusters/<name>/node-groups/<name>/update-version),
 it moves a node group to another version of the launch template it was
@@ -235,6 +244,38 @@ def update_nodegroup_version(self):
     return 200, {}, json.dumps({"update": update})
 
 
+INSUFFICIENT_ADDRESSES = ("InsufficientFreeAddresses",
+                          "One or more of the subnets associated with your managed node group does not have enough available IP "
+                          "addresses for new nodes.")
+
+
+def free_addresses(backend, subnet_ids):
+    """Free addresses of the node group's subnets (their sum), or None when moto does not know a subnet."""
+    from moto_ext_ec2 import ec2_backend  # pylint: disable=import-outside-toplevel
+
+    ec2 = ec2_backend(backend)
+    total = 0
+    for subnet_id in subnet_ids or []:
+        try:
+            total += int(ec2.get_subnet(subnet_id).available_ip_address_count)
+        except Exception:  # pylint: disable=broad-except
+            return None
+    return total
+
+
+def address_issue(nodegroup, backend, status):
+    """Mark ``nodegroup`` with InsufficientFreeAddresses when its subnets cannot hold its desired size."""
+    desired = int((nodegroup.scaling_config or {}).get("desiredSize") or 0)
+    free = free_addresses(backend, nodegroup.subnets)
+    issues = [issue for issue in (nodegroup.health or {}).get("issues") or [] if issue.get("code") != INSUFFICIENT_ADDRESSES[0]]
+    if free is not None and desired > free:
+        nodegroup.status = status
+        issues.append({"code": INSUFFICIENT_ADDRESSES[0], "message": INSUFFICIENT_ADDRESSES[1], "resourceIds": list(nodegroup.subnets or [])})
+    elif nodegroup.status == "DEGRADED" and len(issues) < len((nodegroup.health or {}).get("issues") or []):
+        nodegroup.status = "ACTIVE"  # scaled back within the addresses: EKS reports the group healthy again
+    nodegroup.health = {"issues": issues}
+
+
 def _refuse(problems, cluster, nodegroup):
     if problems:
         raise _invalid("; ".join(problems), cluster, nodegroup)
@@ -258,6 +299,7 @@ def install():
         problems += [p for p in [capacity_block_problem(kwargs.get("capacity_type"), data)] if p]
         _refuse(problems, cluster, name)
         nodegroup = create(self, *args, **kwargs)
+        address_issue(nodegroup, self, "CREATE_FAILED")
         if template_id:
             broken = interface_problems(data.get("NetworkInterfaces"))
             if broken:
@@ -270,7 +312,13 @@ def install():
         labels = (kwargs.get("labels") or {}).get("addOrUpdateLabels")
         taints = (kwargs.get("taints") or {}).get("addOrUpdateTaints")
         _refuse(label_problems(labels) + taint_problems(taints), kwargs.get("cluster_name"), kwargs.get("nodegroup_name"))
-        return update(self, *args, **kwargs)
+        answer = update(self, *args, **kwargs)
+        if kwargs.get("scaling_config"):
+            cluster = self.clusters.get(kwargs.get("cluster_name"))
+            group = cluster.nodegroups.get(kwargs.get("nodegroup_name")) if cluster else None
+            if group is not None:
+                address_issue(group, self, "DEGRADED")
+        return answer
 
     models.EKSBackend.create_nodegroup = create_nodegroup
     models.EKSBackend.update_nodegroup_config = update_nodegroup_config

@@ -23,6 +23,7 @@ def test_filter_names():
         "network_desired": network.network_desired,
         "network_subnet_plan": network.network_subnet_plan,
         "network_byo_subnets": network.network_byo_subnets,
+        "network_address_errors": network.network_address_errors,
     }
 
 
@@ -65,8 +66,8 @@ def test_plan_fails_when_the_vpc_is_too_small():
         network.network_subnet_plan("10.0.0.0/16", [])
 
 
-def subnet(subnet_id, zone, vpc=VPC):
-    return {"subnet_id": subnet_id, "id": subnet_id, "vpc_id": vpc, "availability_zone": zone}
+def subnet(subnet_id, zone, vpc=VPC, cidr="10.20.0.0/20"):
+    return {"subnet_id": subnet_id, "id": subnet_id, "vpc_id": vpc, "availability_zone": zone, "cidr_block": cidr}
 
 
 def test_byo_subnets_covering_every_zone():
@@ -79,6 +80,8 @@ def test_byo_subnets_covering_every_zone():
                             "us-west-2b": {"private": "subnet-b1", "public": None}},
         "private_subnet_ids": ["subnet-a2", "subnet-b1"],
         "public_subnet_ids": ["subnet-pa"],
+        "private_by_zone": {"us-west-2a": {"private": "10.20.0.0/20", "subnet_id": "subnet-a2"},
+                            "us-west-2b": {"private": "10.20.0.0/20", "subnet_id": "subnet-b1"}},
     }
 
 

@@ -23,6 +23,7 @@ def test_summarize_trn1_32xlarge(ec2_instance_types):
         "max_efa_interfaces": 8,
         "network_cards": 8,
         "max_network_interfaces": 40,
+        "ipv4_addresses_per_interface": 50,
         "vcpus": 128,
         "memory_mib": 524288,
     }

@@ -62,3 +62,36 @@ def test_instance_type_pattern(name, ok):
 ])
 def test_kubelet_reserved_label_namespaces(key, refused):
     assert limits.kubelet_refuses_label(key) is refused
+
+
+TRN1 = {"trn1.32xlarge": {"ipv4_addresses_per_interface": 50}, "trn2.48xlarge": {"ipv4_addresses_per_interface": 50}}
+
+
+def _pool(name, zone, count, max_count=None, itype="trn1.32xlarge"):
+    return {"name": name, "instance_type": itype, "availability_zone": zone, "count": count, "max_count": max_count}
+
+
+def test_a_subnet_holds_its_zone_s_pools_at_their_largest_size_or_is_named_with_the_prefix_that_would():
+    plan = {"us-west-2a": {"private": "10.0.0.0/24"}, "us-west-2b": {"private": "10.0.32.0/19"}}
+    # 2 x 100 = 200 of the /24's 251: fits; 3 (max_count) x 100 does not; the /19 of the other zone holds 64 x 100.
+    assert limits.subnet_address_problems(plan, [_pool("trn1", "us-west-2a", 2), _pool("big", "us-west-2b", 64)], TRN1,
+                                          "network_private_subnet_prefix") == []
+    problems = limits.subnet_address_problems(plan, [_pool("trn1", "us-west-2a", 2, 3), _pool("trn2", "us-west-2a", 1, itype="trn2.48xlarge")],
+                                              TRN1, "network_private_subnet_prefix")
+    assert problems == [
+        "network_private_subnet_prefix: the private subnet 10.0.0.0/24 of us-west-2a has 251 usable addresses and its node pools need "
+        "up to 400 (trn1 3 x trn1.32xlarge x 100, trn2 1 x trn2.48xlarge x 100; VPC CNI defaults: a node's primary interface and one "
+        "warm interface, each with its instance type's Ipv4AddressesPerInterface; AWS reserves 5 addresses per subnet); allowed: 23 or shorter"]
+    byo = {"us-west-2a": {"private": "10.1.0.0/26", "subnet_id": "subnet-0abc"}}
+    (problem,) = limits.subnet_address_problems(byo, [_pool("trn1", "us-west-2a", 1)], TRN1, "network_private_subnet_ids")
+    assert problem.startswith("network_private_subnet_ids: subnet-0abc (10.1.0.0/26) of us-west-2a has 59 usable addresses")
+    assert problem.endswith("allowed: a private subnet of /25 or wider in us-west-2a")
+    # A parked pool takes nothing; a type without the figure is not guessed at.
+    assert limits.subnet_address_problems(byo, [_pool("trn1", "us-west-2a", 0, 0), _pool("x", "us-west-2a", 9, itype="trn3.48xlarge")],
+                                          TRN1, "network_private_subnet_ids") == []
+
+
+@pytest.mark.parametrize("version, old", [("v1.18.4-eksbuild.1", True), ("v1.18.5-eksbuild.1", False), ("v1.20.4-eksbuild.3", False),
+                                          ("v1.9.9-eksbuild.1", True), ("", False), ("latest", False)])
+def test_vpc_cni_versions_before_efa_only_support_are_told_apart(version, old):
+    assert limits.vpc_cni_too_old(version) is old

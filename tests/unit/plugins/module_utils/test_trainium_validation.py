@@ -104,6 +104,9 @@ def test_rules_are_registered_only_for_roles_the_stage_plan_runs():
      "eks_cluster_vpc_cni_irsa: got True (bool); allowed: false while eks_cluster_oidc_provider is false"),
     ("eks_cluster", {"eks_cluster_vpc_cni_version": "1.20"},
      "eks_cluster_vpc_cni_version: got '1.20' (str); allowed: empty (EKS's default) or a vpc-cni add-on version"),
+    ("eks_cluster", {"eks_cluster_vpc_cni_version": "v1.18.4-eksbuild.1"},
+     "eks_cluster_vpc_cni_version: got 'v1.18.4-eksbuild.1' (str); allowed: empty (EKS's default) or v1.18.5 or later: the node launch "
+     "templates use EFA-only network interfaces (EKS User Guide"),
     ("ecr", {"ecr_repository_name": "Bert"}, "ecr_repository_name: got 'Bert' (str); allowed: 2-256 lowercase letters"),
     ("ecr", {"ecr_encryption_type": "KMS"}, "ecr_kms_key: got '' (str); allowed: the ARN of a KMS key"),
     ("ecr", {"ecr_untagged_expire_days": 0}, "ecr_untagged_expire_days: got 0 (int); allowed: an integer from 1 to 3650"),
