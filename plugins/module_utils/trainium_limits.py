@@ -200,3 +200,67 @@ def vpc_cni_too_old(version):
     """Whether a vpc-cni add-on version (v1.20.4-eksbuild.1) is older than VPC_CNI_EFA_ONLY_MIN; False when unparsable."""
     match = re.match(r"^v?(\d+)\.(\d+)\.(\d+)", str(version or ""))
     return bool(match) and tuple(int(part) for part in match.groups()) < VPC_CNI_EFA_ONLY_MIN
+
+
+# The Neuron driver (aws-neuronx-dkms) of the EKS-optimized AL2023 Neuron AMI: the
+# first release that ships each driver (awslabs/amazon-eks-ami CHANGELOG.md, the
+# AL2023_x86_64_NEURON rows). The driver of a release is the last entry at or
+# before its date; releases before the first entry are not known here.
+NEURON_AMI_DRIVERS = (
+    ("20250920", (2, 24)), ("20260107", (2, 25)), ("20260304", (2, 26)),
+    ("20260409", (2, 27)), ("20260610", (2, 28)), ("20260714", (2, 29)),
+)
+# What the Neuron runtime of an SDK needs of the driver (Neuron release notes,
+# "Neuron Runtime" and "Neuron DLC"): SDK 2.30's runtime 2.32 "is not
+# backward-compatible with Neuron Driver 2.26 or earlier"; "Neuron Driver 2.29
+# requires Neuron Runtime Library 2.33 or later" (SDK 2.31).
+NEURON_SDK_MIN_DRIVER = (((2, 30), (2, 27)),)
+NEURON_DRIVER_MIN_SDK = (((2, 29), (2, 31)),)
+NEURON_AMI_RELEASE_RE = re.compile(r"-v(\d{8})$")
+NEURON_IMAGE_SDK_RE = re.compile(r"[-_]sdk(\d+)\.(\d+)(?:\.\d+)*(?:[-_]|$)")
+
+
+def _dotted(pair):
+    return ".".join(str(part) for part in pair)
+
+
+def ami_neuron_driver(release):
+    """(major, minor) of the Neuron driver of an AL2023 Neuron AMI release name, the newest known for
+    ``recommended`` (a driver never goes back), or None when the table does not know the release."""
+    if release == "recommended":
+        return NEURON_AMI_DRIVERS[-1][1]
+    match = NEURON_AMI_RELEASE_RE.search(str(release or ""))
+    known = [driver for date, driver in NEURON_AMI_DRIVERS if match and date <= match.group(1)]
+    return known[-1] if known else None
+
+
+def image_neuron_sdk(image):
+    """(major, minor) of the Neuron SDK of a Neuron Deep Learning Container reference (its tag names it, ...-sdk2.30.0-...)."""
+    match = NEURON_IMAGE_SDK_RE.search(str(image or "").rsplit("/", 1)[-1])
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def neuron_driver_problem(release, image):
+    """What the AMI release may be, and why, when its Neuron driver does not run the training image's Neuron SDK;
+    None when it does or either side is not known (a custom AMI, an image whose tag names no SDK)."""
+    driver, sdk = ami_neuron_driver(release), image_neuron_sdk(image)
+    if driver is None or sdk is None:
+        return None
+    lowest = max([driver_min for sdk_from, driver_min in NEURON_SDK_MIN_DRIVER if sdk >= sdk_from], default=None)
+    too_new = min([driver_from for driver_from, sdk_min in NEURON_DRIVER_MIN_SDK if sdk < sdk_min], default=None)
+    if (lowest is None or driver >= lowest) and (too_new is None or driver < too_new):
+        return None
+    what = "today's recommended release" if release == "recommended" else release
+    shipped = f"Neuron driver {_dotted(driver)}{' or later' if release == 'recommended' else ''}"
+    if lowest is not None and driver < lowest:
+        why = f"the Neuron runtime of trainium_image.base_image (SDK {_dotted(sdk)}) needs driver {_dotted(lowest)} or later"
+    else:
+        sdk_min = next(sdk_min for driver_from, sdk_min in NEURON_DRIVER_MIN_SDK if driver_from == too_new)
+        why = (f"driver {_dotted(too_new)} needs the Neuron runtime of SDK {_dotted(sdk_min)} or later "
+               f"and trainium_image.base_image is SDK {_dotted(sdk)}")
+    dates = [date for date, found in NEURON_AMI_DRIVERS if (lowest is None or found >= lowest) and (too_new is None or found < too_new)]
+    end = next((date for date, found in NEURON_AMI_DRIVERS if too_new is not None and found >= too_new), None)
+    window = (f"a release from v{dates[0]}" if dates else "no AL2023 Neuron release") + (f" up to, not including, v{end}" if end and dates else "")
+    example = f", such as amazon-eks-node-al2023-x86_64-neuron-<version>-v{dates[-1]}" if dates else ""
+    newer = f", or a base image of SDK {_dotted(next(m for f, m in NEURON_DRIVER_MIN_SDK if f == too_new))} or later" if too_new else ""
+    return f"{window}{example}{newer}: {what} ships {shipped}, and {why} (Neuron release notes)"

@@ -341,10 +341,14 @@ def trn_launch_template_problems(values):
     if ami_id:
         problems.check_re("trn_launch_template_ami_id", ami_id, AMI_ID_RE, "an AMI ID (ami-...) or empty for the SSM lookup")
     elif values.get("trn_launch_template_custom_ami"):
-        problems.check_re(
-            "trn_launch_template_ami_release", values.get("trn_launch_template_ami_release"), AMI_RELEASE_RE,
-            "'recommended' or a published AL2023 Neuron release name such as amazon-eks-node-al2023-x86_64-neuron-1.34-v20251120",
-        )
+        release = values.get("trn_launch_template_ami_release")
+        if problems.check_re(
+            "trn_launch_template_ami_release", release, AMI_RELEASE_RE,
+            "'recommended' or a published AL2023 Neuron release name such as amazon-eks-node-al2023-x86_64-neuron-1.35-v20260625",
+        ):
+            mismatch = limits.neuron_driver_problem(release, (values.get("trainium_image") or {}).get("base_image"))
+            if mismatch:
+                problems.add("trn_launch_template_ami_release", release, mismatch)
     for name, low, high in (("trn_launch_template_root_volume_iops", 3000, 80000), ("trn_launch_template_root_volume_throughput", 125, 2000)):
         if values.get(name) is not None:
             problems.check_int(name, values[name], low, high)

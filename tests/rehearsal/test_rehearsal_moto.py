@@ -99,12 +99,16 @@ def test_placement_groups_are_cleared_by_reset(aws, rehearsal):
 def test_eks_al2023_neuron_ami_parameters_point_at_registered_amis(aws, version):
     ssm, ec2 = aws.client("ssm"), aws.client("ec2")
     path = f"/aws/service/eks/optimized-ami/{version}/amazon-linux-2023/x86_64/neuron"
-    release = f"amazon-eks-node-al2023-x86_64-neuron-{version}-v20251120"
+    # The newest release (Neuron driver 2.29, the newest the collection's driver table knows) is the recommended one.
+    release = f"amazon-eks-node-al2023-x86_64-neuron-{version}-v20260714"
     recommended = ssm.get_parameter(Name=f"{path}/recommended/image_id")["Parameter"]["Value"]
     pinned = ssm.get_parameter(Name=f"{path}/{release}/image_id")["Parameter"]["Value"]
     assert recommended == pinned
     assert ssm.get_parameter(Name=f"{path}/recommended/image_name")["Parameter"]["Value"] == release
-    assert ssm.get_parameter(Name=f"{path}/recommended/release_version")["Parameter"]["Value"].endswith("-20251120")
+    assert ssm.get_parameter(Name=f"{path}/recommended/release_version")["Parameter"]["Value"].endswith("-20260714")
+    older = {date: ssm.get_parameter(Name=f"{path}/amazon-eks-node-al2023-x86_64-neuron-{version}-v{date}/image_id")["Parameter"]["Value"]
+             for date in ("20251120", "20260625")}
+    assert len({recommended, *older.values()}) == 3
     image = ec2.describe_images(ImageIds=[pinned])["Images"][0]
     assert (image["Name"], image["Architecture"], image["RootDeviceName"]) == (release, "x86_64", "/dev/xvda")
     assert image["OwnerId"] == "602401143452"
@@ -116,7 +120,8 @@ def test_eks_ami_parameters_by_path_and_unknown_release(aws):
     ssm = aws.client("ssm")
     path = "/aws/service/eks/optimized-ami/1.34/amazon-linux-2023/x86_64/neuron"
     names = [p["Name"] for p in ssm.get_parameters_by_path(Path=path, Recursive=True)["Parameters"]]
-    assert f"{path}/amazon-eks-node-al2023-x86_64-neuron-1.34-v20251120/image_id" in names
+    for date in ("20251120", "20260625", "20260714"):
+        assert f"{path}/amazon-eks-node-al2023-x86_64-neuron-1.34-v{date}/image_id" in names
     missing = f"{path}/amazon-eks-node-al2023-x86_64-neuron-1.34-v19990101/image_id"
     assert ssm.get_parameters(Names=[missing])["InvalidParameters"] == [missing]
 

@@ -17,9 +17,12 @@
    once, have a `pg-` ID and an ARN, and live on the region's EC2 backend
    (cleared by `POST /moto-api/reset`).
 3. EKS-optimized AMIs. For Kubernetes 1.31 to 1.35, the Amazon Linux 2023
-   Neuron AMI release `amazon-eks-node-al2023-x86_64-neuron-<k8s>-v20251120`,
-   and for 1.31 and 1.32 only (AWS publishes no AL2 AMIs after 1.32) the
-   Amazon Linux 2 GPU AMI `amazon-eks-gpu-node-<k8s>-v20251120`, are
+   Neuron AMI releases `amazon-eks-node-al2023-x86_64-neuron-<k8s>-v<date>`
+   of v20251120 (Neuron driver 2.24), v20260625 (2.28) and v20260714 (2.29,
+   the newest the collection's driver table knows, which moto_ext_ssm.py
+   makes the recommended one, as AWS's recommended is at least that new), and
+   for 1.31 and 1.32 only (AWS publishes no AL2 AMIs after 1.32) the
+   Amazon Linux 2 GPU AMI `amazon-eks-gpu-node-<k8s>-v<date>`, are
    registered in the region's EC2 backend when it loads its default AMIs (so
    they survive a reset): owner 602401143452 (the EKS AMI account), x86_64,
    HVM, EBS root /dev/xvda, named like the release, with a stable ID derived
@@ -243,7 +246,8 @@ def delete_placement_group(self):
 # 3. EKS-optimized AMIs ----------------------------------------------------------
 
 EKS_AMI_OWNER = "602401143452"
-EKS_AMI_RELEASE_DATE = "20251120"
+# Oldest first: the last is the recommended release.
+EKS_AMI_RELEASE_DATES = ("20251120", "20260625", "20260714")
 EKS_AMI_KUBERNETES_VERSIONS = ("1.31", "1.32", "1.33", "1.34", "1.35")
 EKS_AL2_LAST_VERSION = "1.32"
 _EKS_SSM_PREFIX = "/aws/service/eks/optimized-ami"
@@ -256,21 +260,22 @@ def eks_ami_id(image_name):
 
 
 def eks_amis():
-    """Every rehearsal EKS AMI: (SSM path of its variant, image name, release version)."""
+    """Every rehearsal EKS AMI: (SSM path of its variant, image name, release version), each variant's releases oldest first."""
     found = []
     for version in EKS_AMI_KUBERNETES_VERSIONS:
-        release = f"{_EKS_PATCH[version]}-{EKS_AMI_RELEASE_DATE}"
-        found.append((
-            f"{_EKS_SSM_PREFIX}/{version}/amazon-linux-2023/x86_64/neuron",
-            f"amazon-eks-node-al2023-x86_64-neuron-{version}-v{EKS_AMI_RELEASE_DATE}",
-            release,
-        ))
-        if tuple(int(p) for p in version.split(".")) <= tuple(int(p) for p in EKS_AL2_LAST_VERSION.split(".")):
+        for date in EKS_AMI_RELEASE_DATES:
+            release = f"{_EKS_PATCH[version]}-{date}"
             found.append((
-                f"{_EKS_SSM_PREFIX}/{version}/amazon-linux-2-gpu",
-                f"amazon-eks-gpu-node-{version}-v{EKS_AMI_RELEASE_DATE}",
+                f"{_EKS_SSM_PREFIX}/{version}/amazon-linux-2023/x86_64/neuron",
+                f"amazon-eks-node-al2023-x86_64-neuron-{version}-v{date}",
                 release,
             ))
+            if tuple(int(p) for p in version.split(".")) <= tuple(int(p) for p in EKS_AL2_LAST_VERSION.split(".")):
+                found.append((
+                    f"{_EKS_SSM_PREFIX}/{version}/amazon-linux-2-gpu",
+                    f"amazon-eks-gpu-node-{version}-v{date}",
+                    release,
+                ))
     return found
 
 

@@ -7,10 +7,12 @@ EKS-optimized AMI public parameters. moto has no /aws/service/eks/... public
 parameters. For Kubernetes 1.31 to 1.35 this publishes, in every region, the
 Amazon Linux 2023 Neuron AMI
 `/aws/service/eks/optimized-ami/<k8s>/amazon-linux-2023/x86_64/neuron/`
-`recommended/{image_id,image_name,release_version}` and the pinned release
-`.../neuron/amazon-eks-node-al2023-x86_64-neuron-<k8s>-v20251120/image_id`,
-plus the Amazon Linux 2 GPU AMI `.../amazon-linux-2-gpu/recommended/...` and
-`.../amazon-linux-2-gpu/amazon-eks-gpu-node-<k8s>-v20251120/image_id` for 1.31
+`recommended/{image_id,image_name,release_version}` (the newest release,
+v20260714) and each release
+`.../neuron/amazon-eks-node-al2023-x86_64-neuron-<k8s>-v<date>/image_id`
+(v20251120, v20260625, v20260714), plus the Amazon Linux 2 GPU AMI
+`.../amazon-linux-2-gpu/recommended/...` and
+`.../amazon-linux-2-gpu/amazon-eks-gpu-node-<k8s>-v<date>/image_id` for 1.31
 and 1.32 only. Each parameter points at the AMI moto_ext_ec2.py registers in
 the region's EC2 backend.
 """
@@ -25,7 +27,7 @@ from moto_ext_ec2 import eks_ami_id, eks_amis
 def eks_ssm_parameters():
     """{name: value} of the EKS AMI public parameters the rehearsal publishes."""
     params = {}
-    for path, image_name, release in eks_amis():
+    for path, image_name, release in eks_amis():  # oldest first: the newest of a path ends as its recommended one
         image_id = eks_ami_id(image_name)
         params[f"{path}/recommended/image_id"] = image_id
         params[f"{path}/recommended/image_name"] = image_name

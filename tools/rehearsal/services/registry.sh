@@ -171,15 +171,20 @@ registry_base_versions() {
   echo "$versions"
 }
 
+# The Neuron SDK of the Deep Learning Container the base image stands in for
+# (inventories/aws: pytorch-training-neuronx:...-sdk2.30.0-...). Its tag says
+# so, as a DLC's does, and the validation checks it against the nodes' AMI.
+REGISTRY_BASE_STANDS_FOR_SDK=2.30.0
+
 # The base image's tag: busybox's version ("1:1.35.0-4+deb12u1+b1" ->
 # "1.35.0-4-deb12u1-b1") plus 10 hex of a sha256 over every "package=version"
-# line, so an update of any package gives a new tag.
+# line, so an update of any package gives a new tag, then the SDK it stands for.
 registry_base_tag() {
   local versions busybox
   versions="$(registry_base_versions)" || return 1
   busybox="$(sed -n 's/^busybox-static=\(.*:\)\{0,1\}//p' <<<"$versions")"
   busybox="$(printf '%s' "${busybox:-none}" | tr -c 'A-Za-z0-9._' '-')"
-  echo "bookworm-busybox-$busybox-$(printf '%s\n' "$versions" | sha256sum | cut -c1-10)"
+  echo "bookworm-busybox-$busybox-$(printf '%s\n' "$versions" | sha256sum | cut -c1-10)-standin-sdk$REGISTRY_BASE_STANDS_FOR_SDK"
 }
 
 registry_base_ref() { echo "$HOST:$REGISTRY_PORT/$REGISTRY_BASE_REPOSITORY:$(registry_base_tag)"; }

@@ -95,3 +95,28 @@ def test_a_subnet_holds_its_zone_s_pools_at_their_largest_size_or_is_named_with_
                                           ("v1.9.9-eksbuild.1", True), ("", False), ("latest", False)])
 def test_vpc_cni_versions_before_efa_only_support_are_told_apart(version, old):
     assert limits.vpc_cni_too_old(version) is old
+
+
+DLC_2_30 = "public.ecr.aws/neuron/pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.30.0-ubuntu24.04"
+
+
+@pytest.mark.parametrize("date, driver", [("20250919", None), ("20250920", (2, 24)), ("20260318", (2, 26)), ("20260409", (2, 27)),
+                                          ("20260625", (2, 28)), ("20260714", (2, 29)), ("20261201", (2, 29))])
+def test_the_neuron_driver_of_an_ami_release_is_the_last_one_shipped_by_its_date(date, driver):
+    assert limits.ami_neuron_driver(f"amazon-eks-node-al2023-x86_64-neuron-1.35-v{date}") == driver
+
+
+def test_the_ami_s_neuron_driver_must_run_the_image_s_neuron_sdk_both_ways():
+    release = "amazon-eks-node-al2023-x86_64-neuron-1.35-v{}".format
+    assert limits.neuron_driver_problem(release("20260625"), DLC_2_30) is None
+    assert limits.neuron_driver_problem(release("20260409"), DLC_2_30) is None
+    too_old = limits.neuron_driver_problem(release("20260318"), DLC_2_30)
+    assert too_old.endswith(f"{release('20260318')} ships Neuron driver 2.26, and the Neuron runtime of trainium_image.base_image "
+                            "(SDK 2.30) needs driver 2.27 or later (Neuron release notes)")
+    too_new = limits.neuron_driver_problem(release("20260714"), DLC_2_30)
+    assert too_new.startswith("a release from v20260409 up to, not including, v20260714")
+    assert "driver 2.29 needs the Neuron runtime of SDK 2.31 or later and trainium_image.base_image is SDK 2.30" in too_new
+    # SDK 2.33 (TorchNeuron): nothing documented against the newest drivers; an image that names no SDK or a custom AMI: not judged.
+    assert limits.neuron_driver_problem("recommended", "public.ecr.aws/neuron/pytorch-training-neuronx:2.14.0-sdk2.33.0-ubuntu24.04") is None
+    assert limits.neuron_driver_problem("recommended", "123456789012.dkr.ecr.us-west-2.amazonaws.com/mine:v7") is None
+    assert limits.neuron_driver_problem(release("20250101"), DLC_2_30) is None

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import pathlib
 
+import jinja2
+import jinja2.meta
 import pytest
 import yaml
 
@@ -28,8 +30,16 @@ def spec(role):
 def defaults(role):
     path = ROOT / "roles" / role / "defaults" / "main.yml"
     values = yaml.safe_load(path.read_text()) or {}
-    # Templated defaults are resolved by the action plugin; here only literal ones are checked.
-    return {k: v for k, v in values.items() if not (isinstance(v, str) and "{{" in v)}
+    # Templated defaults are resolved by the action plugin; here the literal ones are checked, and those that
+    # read nothing but the inventory's deployment variables (a pinned name with the Kubernetes version).
+    resolved, env = {}, jinja2.Environment(undefined=jinja2.StrictUndefined)
+    for key, value in values.items():
+        if isinstance(value, str) and "{{" in value:
+            if not jinja2.meta.find_undeclared_variables(env.parse(value)) <= set(LOCAL):
+                continue
+            value = env.from_string(value).render(**LOCAL)
+        resolved[key] = value
+    return resolved
 
 
 def problems(role, **changes):
@@ -116,6 +126,14 @@ def test_rules_are_registered_only_for_roles_the_stage_plan_runs():
     ("trn_launch_template", {"trn_launch_template_ami_release": "latest"},
      "trn_launch_template_ami_release: got 'latest' (str); allowed: 'recommended' or a published"),
     ("trn_launch_template", {"trn_launch_template_ami_id": "ami-xyz"}, "trn_launch_template_ami_id: got 'ami-xyz' (str); allowed: an AMI ID"),
+    ("trn_launch_template", {"trn_launch_template_ami_release": "recommended"},
+     "trn_launch_template_ami_release: got 'recommended' (str); allowed: a release from v20260409 up to, not including, v20260714, "
+     "such as amazon-eks-node-al2023-x86_64-neuron-<version>-v20260610, or a base image of SDK 2.31 or later: today's recommended "
+     "release ships Neuron driver 2.29 or later, and driver 2.29 needs the Neuron runtime of SDK 2.31 or later and "
+     "trainium_image.base_image is SDK 2.30 (Neuron release notes)"),
+    ("trn_launch_template", {"trn_launch_template_ami_release": "amazon-eks-node-al2023-x86_64-neuron-1.35-v20251120"},
+     "trn_launch_template_ami_release: got 'amazon-eks-node-al2023-x86_64-neuron-1.35-v20251120' (str); allowed: a release from "
+     "v20260409 up to, not including, v20260714"),
     ("trn_launch_template", {"trn_launch_template_root_volume_iops": 100},
      "trn_launch_template_root_volume_iops: got 100 (int); allowed: an integer from 3000 to 80000"),
     ("trn_launch_template", {"trn_launch_template_placement_groups": "maybe"}, "trn_launch_template_placement_groups: got 'maybe' (str); allowed: a boolean"),
