@@ -145,6 +145,8 @@ SUBNET_RESERVED_ADDRESSES = 5
 # Guide, "Manage EFA devices on Amazon EKS"). The figure per interface is EC2's
 # Ipv4AddressesPerInterface (DescribeInstanceTypes): 50 on trn1, trn1n and trn2.
 INTERFACES_PER_NODE = 2
+# The widest subnet the network role creates (network_private_subnet_prefix 16-28; trainium_validation).
+SHORTEST_SUBNET_PREFIX = 16
 ADDRESSES_RULE = ("VPC CNI defaults: a node's primary interface and one warm interface, each with its instance type's "
                   "Ipv4AddressesPerInterface; AWS reserves 5 addresses per subnet")
 
@@ -182,8 +184,13 @@ def subnet_address_problems(subnets_by_zone, pools, instance_types, variable):
             continue
         fits = next(p for p in range(prefix, 0, -1) if usable_addresses(p) >= need)
         where = f"{subnet['subnet_id']} ({cidr})" if subnet.get("subnet_id") else f"the private subnet {cidr}"
-        allowed = (f"{fits} or shorter" if variable == "network_private_subnet_prefix"
-                   else f"a private subnet of /{fits} or wider in {zone}")
+        if fits < SHORTEST_SUBNET_PREFIX:
+            allowed = (f"fewer nodes in {zone} (max_count), or pools spread over more zones: no subnet of "
+                       f"/{SHORTEST_SUBNET_PREFIX} or longer holds them")
+        elif variable == "network_private_subnet_prefix":
+            allowed = f"{fits} or shorter (the VPC, network_vpc_cidr, must hold one such subnet per zone)"
+        else:
+            allowed = f"a private subnet of /{fits} or wider in {zone}"
         problems.append(f"{variable}: {where} of {zone} has {have} usable addresses and its node pools need up to {need} "
                         f"({', '.join(parts)}; {ADDRESSES_RULE}); allowed: {allowed}")
     return problems
@@ -224,19 +231,29 @@ def _dotted(pair):
     return ".".join(str(part) for part in pair)
 
 
+# A release older than the table's first: its driver is older than the first entry's (a driver never goes back).
+OLDER_THAN_TABLE = (0, 0)
+
+
 def ami_neuron_driver(release):
     """(major, minor) of the Neuron driver of an AL2023 Neuron AMI release name, the newest known for
-    ``recommended`` (a driver never goes back), or None when the table does not know the release."""
+    ``recommended`` (a driver never goes back), OLDER_THAN_TABLE for a release before the table, or None when
+    the name carries no release date."""
     if release == "recommended":
         return NEURON_AMI_DRIVERS[-1][1]
     match = NEURON_AMI_RELEASE_RE.search(str(release or ""))
-    known = [driver for date, driver in NEURON_AMI_DRIVERS if match and date <= match.group(1)]
-    return known[-1] if known else None
+    if not match:
+        return None
+    known = [driver for date, driver in NEURON_AMI_DRIVERS if date <= match.group(1)]
+    return known[-1] if known else OLDER_THAN_TABLE
 
 
 def image_neuron_sdk(image):
-    """(major, minor) of the Neuron SDK of a Neuron Deep Learning Container reference (its tag names it, ...-sdk2.30.0-...)."""
-    match = NEURON_IMAGE_SDK_RE.search(str(image or "").rsplit("/", 1)[-1])
+    """(major, minor) of the Neuron SDK that a Neuron Deep Learning Container's tag names (...:2.9.0-neuronx-py312-sdk2.30.0-...);
+    the repository's name and a digest do not count."""
+    name = str(image or "").split("@", 1)[0].rsplit("/", 1)[-1]
+    tag = name.split(":", 1)[1] if ":" in name else ""
+    match = NEURON_IMAGE_SDK_RE.search("-" + tag)
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 
@@ -251,7 +268,8 @@ def neuron_driver_problem(release, image):
     if (lowest is None or driver >= lowest) and (too_new is None or driver < too_new):
         return None
     what = "today's recommended release" if release == "recommended" else release
-    shipped = f"Neuron driver {_dotted(driver)}{' or later' if release == 'recommended' else ''}"
+    shipped = (f"a Neuron driver older than {_dotted(NEURON_AMI_DRIVERS[0][1])}" if driver == OLDER_THAN_TABLE
+               else f"Neuron driver {_dotted(driver)}{' or later' if release == 'recommended' else ''}")
     if lowest is not None and driver < lowest:
         why = f"the Neuron runtime of trainium_image.base_image (SDK {_dotted(sdk)}) needs driver {_dotted(lowest)} or later"
     else:

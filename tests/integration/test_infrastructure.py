@@ -110,7 +110,11 @@ def test_teardown_after_an_interrupted_run_empties_the_account(aws, kubeconfig, 
         reader.join(timeout=30)
     output = "".join(lines)
     assert process.returncode != 0, f"rc {process.returncode} after {presses} SIGINT(s):\n{output[-3000:]}"
-    assert "User interrupted execution" in output, output[-3000:]
+    # Interrupted, not failed: Ansible's own "User interrupted execution" (rc 99), or, when Ansible swallowed the
+    # first Ctrl-C (raised while a finalizer ran: "Exception ignored ... KeyboardInterrupt", seen in CI) and had its
+    # handler back to Python's default by the next one, the end by SIGINT itself.
+    assert "User interrupted execution" in output or process.returncode == -signal.SIGINT, \
+        f"rc {process.returncode} after {presses} SIGINT(s):\n{output[-3000:]}"
     # Something was left behind, or the test proves nothing.
     assert aws.resources() != baseline
 

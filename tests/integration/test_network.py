@@ -115,7 +115,7 @@ def test_subnets_too_small_for_the_pools_are_refused_before_anything_is_created(
     need = 2 * 50 * pool.get("max_count", pool["count"])
     result = run_playbook(network_playbook, extra_vars={"network_private_subnet_prefix": 25})
     assert result.rc != 0, result
-    assert "1 problem(s) with the subnet sizes; nothing was created" in result.text
+    assert "1 problem(s) with the subnet sizes; the network was not created or changed" in result.text
     assert re.search(rf"network_private_subnet_prefix: the private subnet 10\.0\.\d+\.\d+/25 of us-west-2\w has 123 usable addresses "
                      rf"and its node pools need up to {need} \(trn1 \d+ x trn1\.32xlarge x 100; VPC CNI defaults", result.text), result.text
     assert "allowed: 24 or shorter" in result.text

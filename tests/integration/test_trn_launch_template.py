@@ -74,10 +74,10 @@ def test_changed_input_adds_a_default_version(aws, network, run_playbook, playbo
 
 def test_unpublished_ami_release_fails_before_creating_anything(aws, network, run_playbook, playbook):
     before = aws.resources()
-    extra = role_vars(network, trn_launch_template_ami_release="amazon-eks-node-al2023-x86_64-neuron-1.34-v19990101")
+    extra = role_vars(network, trn_launch_template_ami_release="amazon-eks-node-al2023-x86_64-neuron-1.35-v20260501")
     result = run_playbook(playbook, extra_vars=extra)
     assert result.rc != 0
-    assert 'trn_launch_template_ami_release: got "amazon-eks-node-al2023-x86_64-neuron-1.34-v19990101"' in result.text
+    assert 'trn_launch_template_ami_release: got "amazon-eks-node-al2023-x86_64-neuron-1.35-v20260501"' in result.text
     assert "allowed: 'recommended' or a published release" in result.text
     assert aws.resources() == before
 
@@ -95,6 +95,9 @@ def test_an_ami_whose_neuron_driver_cannot_run_the_image_s_sdk_is_refused_before
     made = run_playbook(playbook, extra_vars=role_vars(network))
     assert made.rc == 0, made
     assert '"ami_name": "amazon-eks-node-al2023-x86_64-neuron-1.35-v20260625"' in made.text.split("FACTS ", 1)[1]
+    # The pinned release is shown with the one AWS recommends now, and what pinning costs.
+    assert ("AWS recommends amazon-eks-node-al2023-x86_64-neuron-1.35-v20260714 now: a pinned release gets none of its later "
+            "kernel, containerd and runc fixes") in made.text, made.text
 
 
 def test_without_custom_ami_the_template_has_no_image(aws, network, run_playbook, playbook):

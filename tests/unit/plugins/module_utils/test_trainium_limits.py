@@ -81,11 +81,15 @@ def test_a_subnet_holds_its_zone_s_pools_at_their_largest_size_or_is_named_with_
     assert problems == [
         "network_private_subnet_prefix: the private subnet 10.0.0.0/24 of us-west-2a has 251 usable addresses and its node pools need "
         "up to 400 (trn1 3 x trn1.32xlarge x 100, trn2 1 x trn2.48xlarge x 100; VPC CNI defaults: a node's primary interface and one "
-        "warm interface, each with its instance type's Ipv4AddressesPerInterface; AWS reserves 5 addresses per subnet); allowed: 23 or shorter"]
+        "warm interface, each with its instance type's Ipv4AddressesPerInterface; AWS reserves 5 addresses per subnet); allowed: 23 or shorter "
+        "(the VPC, network_vpc_cidr, must hold one such subnet per zone)"]
     byo = {"us-west-2a": {"private": "10.1.0.0/26", "subnet_id": "subnet-0abc"}}
     (problem,) = limits.subnet_address_problems(byo, [_pool("trn1", "us-west-2a", 1)], TRN1, "network_private_subnet_ids")
     assert problem.startswith("network_private_subnet_ids: subnet-0abc (10.1.0.0/26) of us-west-2a has 59 usable addresses")
     assert problem.endswith("allowed: a private subnet of /25 or wider in us-west-2a")
+    # No subnet the role creates (/16 at the widest) holds 700 trn1 nodes.
+    (problem,) = limits.subnet_address_problems(byo, [_pool("trn1", "us-west-2a", 700)], TRN1, "network_private_subnet_prefix")
+    assert problem.endswith("allowed: fewer nodes in us-west-2a (max_count), or pools spread over more zones: no subnet of /16 or longer holds them")
     # A parked pool takes nothing; a type without the figure is not guessed at.
     assert limits.subnet_address_problems(byo, [_pool("trn1", "us-west-2a", 0, 0), _pool("x", "us-west-2a", 9, itype="trn3.48xlarge")],
                                           TRN1, "network_private_subnet_ids") == []
@@ -100,7 +104,7 @@ def test_vpc_cni_versions_before_efa_only_support_are_told_apart(version, old):
 DLC_2_30 = "public.ecr.aws/neuron/pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.30.0-ubuntu24.04"
 
 
-@pytest.mark.parametrize("date, driver", [("20250919", None), ("20250920", (2, 24)), ("20260318", (2, 26)), ("20260409", (2, 27)),
+@pytest.mark.parametrize("date, driver", [("20250919", limits.OLDER_THAN_TABLE), ("20250920", (2, 24)), ("20260318", (2, 26)), ("20260409", (2, 27)),
                                           ("20260625", (2, 28)), ("20260714", (2, 29)), ("20261201", (2, 29))])
 def test_the_neuron_driver_of_an_ami_release_is_the_last_one_shipped_by_its_date(date, driver):
     assert limits.ami_neuron_driver(f"amazon-eks-node-al2023-x86_64-neuron-1.35-v{date}") == driver
@@ -119,4 +123,9 @@ def test_the_ami_s_neuron_driver_must_run_the_image_s_neuron_sdk_both_ways():
     # SDK 2.33 (TorchNeuron): nothing documented against the newest drivers; an image that names no SDK or a custom AMI: not judged.
     assert limits.neuron_driver_problem("recommended", "public.ecr.aws/neuron/pytorch-training-neuronx:2.14.0-sdk2.33.0-ubuntu24.04") is None
     assert limits.neuron_driver_problem("recommended", "123456789012.dkr.ecr.us-west-2.amazonaws.com/mine:v7") is None
-    assert limits.neuron_driver_problem(release("20250101"), DLC_2_30) is None
+    # Older than the table: older than its first driver (2.24), too old for SDK 2.30.
+    assert "ships a Neuron driver older than 2.24" in limits.neuron_driver_problem(release("20250101"), DLC_2_30)
+    # Only the tag names the SDK: not the repository's name, not a digest.
+    assert limits.image_neuron_sdk("registry.example/neuron-sdk2.31-mirror:v7") is None
+    assert limits.image_neuron_sdk(DLC_2_30 + "@sha256:" + "0" * 64) == (2, 30)
+    assert limits.image_neuron_sdk("public.ecr.aws/neuron/pytorch-training-neuronx@sha256:" + "0" * 64) is None

@@ -32,12 +32,18 @@ def defaults(role):
     values = yaml.safe_load(path.read_text()) or {}
     # Templated defaults are resolved by the action plugin; here the literal ones are checked, and those that
     # read nothing but the inventory's deployment variables (a pinned name with the Kubernetes version).
+    # (The role's own vars/main.yml are not loaded in the validation pass: a default reads them through default().)
+    own = set(yaml.safe_load((ROOT / "roles" / role / "vars" / "main.yml").read_text()) or {}) \
+        if (ROOT / "roles" / role / "vars" / "main.yml").is_file() else set()
     resolved, env = {}, jinja2.Environment(undefined=jinja2.StrictUndefined)
     for key, value in values.items():
         if isinstance(value, str) and "{{" in value:
-            if not jinja2.meta.find_undeclared_variables(env.parse(value)) <= set(LOCAL):
+            if not jinja2.meta.find_undeclared_variables(env.parse(value)) <= set(LOCAL) | own:
                 continue
-            value = env.from_string(value).render(**LOCAL)
+            try:
+                value = env.from_string(value).render(**LOCAL)
+            except jinja2.exceptions.UndefinedError:
+                continue
         resolved[key] = value
     return resolved
 
