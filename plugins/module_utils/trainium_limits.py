@@ -212,7 +212,7 @@ def vpc_cni_too_old(version):
 # The Neuron driver (aws-neuronx-dkms) of the EKS-optimized AL2023 Neuron AMI: the
 # first release that ships each driver (awslabs/amazon-eks-ami CHANGELOG.md, the
 # AL2023_x86_64_NEURON rows). The driver of a release is the last entry at or
-# before its date; releases before the first entry are not known here.
+# before its date; a release before the first entry ships an older driver.
 NEURON_AMI_DRIVERS = (
     ("20250920", (2, 24)), ("20260107", (2, 25)), ("20260304", (2, 26)),
     ("20260409", (2, 27)), ("20260610", (2, 28)), ("20260714", (2, 29)),
