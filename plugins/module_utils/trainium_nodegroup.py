@@ -283,6 +283,11 @@ def plan_changes(current, desired, purge_tags=True):
     return common.new_plan(errors, tags, config=config, version=version_update_request(current, desired))
 
 
+def block_version_update(current, plan):
+    """Whether ``plan`` updates the version of a node group on a Capacity Block (done at desired size 0, see update_steps)."""
+    return bool(plan.get("version")) and current.get("capacityType") == "CAPACITY_BLOCK"
+
+
 def update_steps(current, desired, plan):
     """The updates of ``plan`` in the order EKS takes them, one at a time: ``[(kind, request)]`` with kind
     ``config`` (UpdateNodegroupConfig) or ``version`` (UpdateNodegroupVersion).
@@ -292,7 +297,7 @@ def update_steps(current, desired, plan):
     EKS User Guide, "Create a managed node group with Capacity Blocks for ML"): it is scaled to 0 first, then
     updated, then given its sizes (and any other configuration change) back."""
     config, version = plan.get("config"), plan.get("version")
-    if not (version and current.get("capacityType") == "CAPACITY_BLOCK"):
+    if not block_version_update(current, plan):
         return [(kind, request) for kind, request in (("config", config), ("version", version)) if request]
     # The version first, at 0, whatever the configuration asks: a run interrupted after the scale-down finds
     # the group at 0 and must not scale it up before the version update EKS would then refuse.

@@ -462,7 +462,7 @@ def _present(module, client, desired):
     after = ng.predict(current, plan)
     steps = ng.update_steps(current, desired, plan)
     sizes = current.get("scalingConfig") or {}
-    if plan["version"] and current.get("capacityType") == "CAPACITY_BLOCK" and int(sizes.get("desiredSize") or 0) > 0:
+    if ng.block_version_update(current, plan) and int(sizes.get("desiredSize") or 0) > 0:
         common.warn(module, f"node group {name} of cluster {cluster} is on a Capacity Block, where EKS updates versions only at desired size 0 "
                             f"(EKS User Guide, \"Create a managed node group with Capacity Blocks for ML\"): "
                             + ("check mode: it would be scaled from" if module.check_mode else "scaling it from")

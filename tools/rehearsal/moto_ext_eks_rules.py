@@ -65,6 +65,8 @@ import json
 import re
 import uuid
 
+from moto_ext_eks import _record_update  # DescribeUpdate reads the updates it records
+
 NAME_RE = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]*$")
 NAME_MAX = 63
 LABEL_MAX = 63
@@ -73,10 +75,13 @@ TAINT_EFFECTS = ("NO_SCHEDULE", "NO_EXECUTE", "PREFER_NO_SCHEDULE")
 _INSTALLED = []
 
 
-def _invalid(message, cluster, nodegroup):
-    from moto.eks.exceptions import InvalidParameterException  # pylint: disable=import-outside-toplevel
+def _error(kind, message, cluster, nodegroup):
+    """moto's EKS exception ``kind`` (InvalidRequestException carries the message alone)."""
+    from moto.eks import exceptions  # pylint: disable=import-outside-toplevel
 
-    return InvalidParameterException(clusterName=cluster, nodegroupName=nodegroup, fargateProfileName=None, addonName=None, message=message)
+    if kind == "InvalidRequestException":
+        return exceptions.InvalidRequestException(message=message)
+    return getattr(exceptions, kind)(clusterName=cluster, nodegroupName=nodegroup, fargateProfileName=None, addonName=None, message=message)
 
 
 def name_problem(name):
@@ -134,15 +139,22 @@ def interface_problems(interfaces):
     return problems
 
 
-def _template_data(backend, launch_template):
-    """(template id, LaunchTemplateData) of the node group's launch template version; (None, {}) when it names none."""
+def _launch_template(backend, launch_template):
+    """moto's launch template a node group's ``launchTemplate`` (id or name) names, or None."""
     from moto_ext_ec2 import ec2_backend  # pylint: disable=import-outside-toplevel
 
     ec2 = ec2_backend(backend)
     try:
-        template = (ec2.get_launch_template(launch_template["id"]) if launch_template.get("id")
-                    else ec2.get_launch_template_by_name(launch_template.get("name")))
+        return (ec2.get_launch_template(launch_template["id"]) if launch_template.get("id")
+                else ec2.get_launch_template_by_name(launch_template.get("name")))
     except Exception:  # pylint: disable=broad-except
+        return None
+
+
+def _template_data(backend, launch_template):
+    """(template id, LaunchTemplateData) of the node group's launch template version; (None, {}) when it names none."""
+    template = _launch_template(backend, launch_template)
+    if template is None:
         return None, {}
     version = str(launch_template.get("version") or "$Default")
     chosen = (template.default_version() if version == "$Default" else template.latest_version() if version == "$Latest"
@@ -160,14 +172,6 @@ def capacity_block_problem(capacity_type, data):
     if market == "capacity-block" and capacity_type != "CAPACITY_BLOCK":
         return f"A launch template with MarketType capacity-block requires capacity type CAPACITY_BLOCK, not {capacity_type or 'ON_DEMAND'}"
     return None
-
-
-def _error(kind, message, cluster, nodegroup):
-    from moto.eks import exceptions  # pylint: disable=import-outside-toplevel
-
-    if kind == "InvalidRequestException":
-        return exceptions.InvalidRequestException(message=message)
-    return getattr(exceptions, kind)(clusterName=cluster, nodegroupName=nodegroup, fargateProfileName=None, addonName=None, message=message)
 
 
 def _minor(version):
@@ -206,8 +210,6 @@ def version_update_problem(nodegroup, cluster_version, request, template_version
 
 def update_nodegroup_version(self):
     """UpdateNodegroupVersion, which moto lacks: the rules of version_update_problem, then the group's new versions."""
-    from moto_ext_ec2 import ec2_backend  # pylint: disable=import-outside-toplevel
-
     cluster_name, name = self._get_param("name"), self._get_param("nodegroupName") or self.path.rstrip("/").split("/")[-2]
     cluster = self.eks_backend.clusters.get(cluster_name)
     if cluster is None:
@@ -217,12 +219,8 @@ def update_nodegroup_version(self):
         raise _error("ResourceNotFoundException", f"No node group found for name: {name}.", cluster_name, name)
     request = {key: self._get_param(key) for key in ("launchTemplate", "version", "releaseVersion")}
     have_template = dict(group.launch_template or {})
-    versions = []
-    if have_template.get("id"):
-        try:
-            versions = [str(v.number) for v in ec2_backend(self.eks_backend).get_launch_template(have_template["id"]).versions]
-        except Exception:  # pylint: disable=broad-except
-            versions = []
+    template = _launch_template(self.eks_backend, have_template) if have_template else None
+    versions = [str(v.number) for v in template.versions] if template else []
     state = {"name": name, "status": group.status, "capacityType": group.capacity_type, "desiredSize": (group.scaling_config or {}).get("desiredSize"),
              "launchTemplate": have_template, "version": group.version}
     problem = version_update_problem(state, cluster.version, request, versions)
@@ -238,9 +236,8 @@ def update_nodegroup_version(self):
     if request["version"] or not request["launchTemplate"]:
         group.version = request["version"] or cluster.version
         params.append({"type": "Version", "value": group.version})
-    update = {"id": str(uuid.uuid4()), "status": "Successful", "type": "VersionUpdate", "params": params,
-              "createdAt": datetime.datetime.now(datetime.timezone.utc).timestamp(), "errors": []}
-    self.eks_backend.__dict__.setdefault("_trainium_updates", {})[(cluster_name, update["id"])] = update
+    update = _record_update(self, cluster_name, {"id": str(uuid.uuid4()), "status": "Successful", "type": "VersionUpdate", "params": params,
+                                                 "createdAt": datetime.datetime.now(datetime.timezone.utc).timestamp(), "errors": []})
     return 200, {}, json.dumps({"update": update})
 
 
@@ -278,7 +275,7 @@ def address_issue(nodegroup, backend, status):
 
 def _refuse(problems, cluster, nodegroup):
     if problems:
-        raise _invalid("; ".join(problems), cluster, nodegroup)
+        raise _error("InvalidParameterException", "; ".join(problems), cluster, nodegroup)
 
 
 def install():
