@@ -11,11 +11,13 @@ rehearsal's EC2 endpoint (moto).
 from __future__ import annotations
 
 import pathlib
+import subprocess
 import sys
 import time
 
 import boto3
 import pytest
+import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 NAMESPACE = "default"
@@ -180,26 +182,53 @@ def test_gang_job_that_fits_runs(kube, jobs, wait_until):
     assert all(p["status"]["phase"] == "Running" for p in pods)
 
 
+def test_the_rehearsal_runs_the_volcano_release_the_aws_inventory_installs(kube, shared_rehearsal):
+    pinned = {
+        inventory: yaml.safe_load((ROOT / "inventories" / inventory / "group_vars" / "all" / "volcano.yml").read_text(encoding="utf-8"))["volcano_version"]
+        for inventory in ("aws", "local")
+    }
+    assert pinned["aws"] == pinned["local"], pinned
+    state_bin = pathlib.Path(shared_rehearsal["TRAINIUM_REHEARSAL_DIR"]) / "bin"
+    for binary in ("vc-scheduler", "vc-controller-manager"):
+        printed = subprocess.run([str(state_bin / binary), "--version"], capture_output=True, text=True, timeout=60, check=True).stdout
+        assert f"Version: {pinned['aws']}" in printed.splitlines(), (binary, printed)
+    # The CRDs the API server serves are those of that release's manifest (the one the AWS inventory applies).
+    manifest = shared_rehearsal["TRAINIUM_VOLCANO_MANIFEST_URL"].removeprefix("file://")
+    assert f"volcano.sh/volcano@{pinned['aws']}/" in manifest
+    wanted = {d["metadata"]["name"] for d in yaml.safe_load_all(pathlib.Path(manifest).read_text(encoding="utf-8"))
+              if d and d["kind"] == "CustomResourceDefinition"}
+    served = {c["metadata"]["name"] for c in kube.json("get", "crd")["items"] if c["metadata"]["name"].endswith(".volcano.sh")}
+    assert wanted and wanted <= served, sorted(wanted - served)
+
+
 def test_gang_job_larger_than_the_cluster_stays_pending(kube, jobs, wait_until):
+    sys.path.insert(0, str(ROOT / ".collections"))
+    from ansible_collections.trainium.eks.plugins.module_utils.trainium_neuron_job import pending_reason
+
     name = jobs(volcano_job("rehearsal-too-big", replicas=3, min_available=3, neuron=16))
 
-    def unschedulable():
+    def group_events():
         group = podgroup_of(kube, name)
         if not group:
             return None
-        conditions = [c for c in (group.get("status") or {}).get("conditions") or [] if c.get("type") == "Unschedulable"]
-        return conditions and (group, conditions[-1])
+        events = [e for e in kube.json("-n", NAMESPACE, "get", "events")["items"]
+                  if e["involvedObject"].get("name") == group["metadata"]["name"] and e.get("reason") == "Unschedulable"]
+        messages = {e["type"]: e["message"] for e in events}
+        return len(messages) == 2 and (group, events, messages)
 
-    group, condition = wait_until(unschedulable, timeout=90, what=f"the PodGroup of {name} to say why it waits")
-    # Observed with Volcano v1.10.0: the enqueue action keeps the PodGroup
+    group, events, messages = wait_until(group_events, timeout=90, what=f"the PodGroup of {name} to say why it waits")
+    # Observed with Volcano v1.15.1: the enqueue action keeps the PodGroup
     # Pending (48 Neuron devices asked, 32 exist), so the controller creates
-    # no pods; the condition says "3/0 tasks in gang unschedulable: pod group
-    # is not ready, 3 minAvailable".
+    # no pods. Volcano says why in two events on the PodGroup; it writes no
+    # Unschedulable condition for a job without tasks (v1.10.0 did), so the
+    # collection reads the events.
     assert group["status"].get("phase") == "Pending"
-    assert condition["status"] == "True"
-    assert condition["reason"] == "NotEnoughResources", condition
-    assert "tasks in gang unschedulable" in condition["message"], condition
-    assert "3 minAvailable" in condition["message"], condition
+    assert not [c for c in group["status"].get("conditions") or [] if c.get("type") == "Unschedulable"], group["status"]
+    assert "tasks in gang unschedulable" in messages["Warning"] and "3 minAvailable" in messages["Warning"], messages
+    assert messages["Normal"] == f"queue resource quota insufficient: insufficient {NEURON}", messages
+    # What the training stage prints for such a job.
+    reason = pending_reason([], [group], events)
+    assert messages["Normal"] in reason and "3 minAvailable" in reason, reason
     time.sleep(3)
     assert job_phase(kube, name) == "Pending"
     assert all(not p["spec"].get("nodeName") for p in job_pods(kube, name))

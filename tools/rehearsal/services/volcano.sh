@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Volcano: vc-controller-manager (Jobs -> pods + PodGroups, queue states) and
-# vc-scheduler (gang scheduling), built from volcano.sh/volcano (wrapper module
-# tools/rehearsal/go/volcano), with the CRDs from the same module version.
+# vc-scheduler (gang scheduling), built from volcano.sh/volcano v1.15.1 (wrapper
+# module tools/rehearsal/go/volcano: volcano.sh/apis v1.14.0 plus one constant,
+# since the proxy serves no v1.15.x of it), with the CRDs from the same module.
 # No admission webhook: Jobs set queue, schedulerName, minAvailable and task
 # names themselves. The controller creates a Job's pods at 500 requests/s
 # (its default, 50, took 20 s for the 1,000 pods of tools/bench/scale-nodes.py).
@@ -9,7 +10,11 @@
 # which a device-sharing plugin inside the scheduler looks for), leader
 # election off.
 # Needs services/kube.sh.
-VOLCANO_VERSION=v1.10.0
+VOLCANO_VERSION=v1.15.1
+# The API module under it (see tools/rehearsal/go/volcano/go.mod) and its
+# go.sum-style checksum, checked before the overlay is written.
+VOLCANO_APIS_VERSION=v1.14.0
+VOLCANO_APIS_SUM="h1:Rf8wzGFmgzbyg85GO0CxapDDEk/VM3D7QbjbI/sH+OQ="
 VOLCANO_SCHED_HEALTH_PORT="${TRAINIUM_VOLCANO_SCHED_HEALTH_PORT:-11251}"
 VOLCANO_CM_HEALTH_PORT="${TRAINIUM_VOLCANO_CM_HEALTH_PORT:-11252}"
 
@@ -27,9 +32,50 @@ volcano_quiet_apply() {
   done <<<"$out"
 }
 
+# tools/rehearsal/go/volcano/apis-overlay: volcano.sh/apis at
+# $VOLCANO_APIS_VERSION, verified against $VOLCANO_APIS_SUM, with
+# apis-overlay.go.in added; rewritten only when one of them changed.
+volcano_apis_overlay() {
+  local wrapper="$ROOT/tools/rehearsal/go/volcano" json dir sum stamp tmp lock
+  local target="$wrapper/apis-overlay"
+  stamp="$VOLCANO_APIS_VERSION $VOLCANO_APIS_SUM $(sha256sum <"$wrapper/apis-overlay.go.in" | cut -d' ' -f1)"
+  [[ -f "$target/.rehearsal-stamp" && "$(<"$target/.rehearsal-stamp")" == "$stamp" ]] && return 0
+  # Two stacks of one checkout starting at once: one writes, the other waits and finds it written.
+  mkdir -p "$CACHE"
+  exec {lock}>"$CACHE/volcano-apis-overlay.lock"
+  flock "$lock"
+  if [[ -f "$target/.rehearsal-stamp" && "$(<"$target/.rehearsal-stamp")" == "$stamp" ]]; then
+    exec {lock}>&-
+    return 0
+  fi
+  # Outside any module: go mod download checks the zip against the checksum database.
+  json="$(cd / && GOFLAGS='' GOWORK=off "$GO" mod download -json "volcano.sh/apis@$VOLCANO_APIS_VERSION")" || {
+    say "cannot download volcano.sh/apis@$VOLCANO_APIS_VERSION from the Go module proxy"
+    exec {lock}>&-
+    return 1
+  }
+  dir="$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$/\1/p' <<<"$json")"
+  sum="$(sed -n 's/^[[:space:]]*"Sum": "\(.*\)",*$/\1/p' <<<"$json")"
+  if [[ "$sum" != "$VOLCANO_APIS_SUM" || ! -d "$dir" ]]; then
+    say "volcano.sh/apis@$VOLCANO_APIS_VERSION has checksum '$sum', expected $VOLCANO_APIS_SUM"
+    exec {lock}>&-
+    return 1
+  fi
+  tmp="$(mktemp -d "$wrapper/.apis-overlay.XXXXXX")"
+  cp -R "$dir/." "$tmp/"
+  chmod -R u+w "$tmp"
+  cp "$wrapper/apis-overlay.go.in" "$tmp/pkg/apis/scheduling/v1beta1/zz_rehearsal_overlay.go"
+  echo "$stamp" >"$tmp/.rehearsal-stamp"
+  rm -rf "$target"
+  mv "$tmp" "$target"
+  exec {lock}>&-
+  say "wrote the volcano.sh/apis $VOLCANO_APIS_VERSION overlay for Volcano $VOLCANO_VERSION"
+}
+
 # Where the Go module cache holds volcano.sh/volcano at the pinned version
 # (checked against the wrapper's go.sum; downloaded if it is not there).
 volcano_module_dir() {
+  volcano_apis_overlay >&2 || return 1
   (cd "$ROOT/tools/rehearsal/go/volcano" && "$GO" mod download -json "volcano.sh/volcano@$VOLCANO_VERSION") |
     sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$/\1/p'
 }
@@ -54,9 +100,11 @@ volcano_apply() {
 
 svc_volcano_up() {
   local ldflags="-X volcano.sh/volcano/pkg/version.Version=$VOLCANO_VERSION"
-  go_build_cached vc-scheduler "$VOLCANO_VERSION" "$ROOT/tools/rehearsal/go/volcano" \
+  local build="$VOLCANO_VERSION-apis-$VOLCANO_APIS_VERSION"
+  volcano_apis_overlay || return 1
+  go_build_cached vc-scheduler "$build" "$ROOT/tools/rehearsal/go/volcano" \
     volcano.sh/volcano/cmd/scheduler "$ldflags"
-  go_build_cached vc-controller-manager "$VOLCANO_VERSION" "$ROOT/tools/rehearsal/go/volcano" \
+  go_build_cached vc-controller-manager "$build" "$ROOT/tools/rehearsal/go/volcano" \
     volcano.sh/volcano/cmd/controller-manager "$ldflags"
   volcano_apply
   mkdir -p "$STATE/volcano"
