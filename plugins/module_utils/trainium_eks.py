@@ -53,6 +53,9 @@ LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
 AUTHENTICATION_MODES = ("CONFIG_MAP", "API_AND_CONFIG_MAP", "API")
 # upgradePolicy.supportType: standard support only, or extended support (billed) after it ends.
 SUPPORT_TYPES = ("STANDARD", "EXTENDED")
+# DescribeClusterVersions' versionStatus of a version past its end of standard support (Amazon EKS API Reference,
+# ClusterVersionInformation).
+EXTENDED_SUPPORT = "EXTENDED_SUPPORT"
 OIDC_CLIENT_ID = "sts.amazonaws.com"
 # Tag on the IAM OIDC provider naming its cluster, so that it can be found
 # and deleted after the cluster itself is gone.
@@ -392,6 +395,41 @@ def plan_update(cluster, params, purge_tags=True):
     # Not a change: what the run found and takes as it is.
     plan["adopted_version"] = None if errors else adopted_version(cluster.get("version"), params.get("version"), upgrade_policy(cluster))
     return plan
+
+
+def asks_standard_policy(plan):
+    """Whether the plan moves the cluster's upgradePolicy to STANDARD."""
+    return any((payload.get("upgradePolicy") or {}).get("supportType") == "STANDARD" for payload in plan["config"])
+
+
+def version_information(client, version):
+    """DescribeClusterVersions' entry for one Kubernetes version ({} when EKS lists none)."""
+    return next(iter(client.describe_cluster_versions(clusterVersions=[str(version)]).get("clusterVersions") or []), {})
+
+
+def hold_standard_policy(cluster, plan, information):
+    """(plan, note): the plan without its move to STANDARD when the version the cluster runs after the plan is in
+    extended support, and what the run says about it; (plan, None) otherwise.
+
+    EKS moves a cluster to upgradePolicy STANDARD only while its version is in standard support ("You cannot disable
+    extended support once your cluster has entered it", Amazon EKS User Guide, "Disable EKS extended support"). The
+    cluster stays EXTENDED until it runs a version in standard support; the run says so and goes on.
+    """
+    if not asks_standard_policy(plan) or information.get("versionStatus") != EXTENDED_SUPPORT:
+        return plan, None
+    config = [payload for payload in plan["config"] if "upgradePolicy" not in payload]
+    held = common.new_plan(plan["errors"], (plan["tags_to_set"], plan["tags_to_remove"]),
+                           version=plan["version"], config=config, encryption=plan["encryption"])
+    held["adopted_version"] = plan.get("adopted_version")
+    version = plan["version"] or cluster.get("version")
+    since = information.get("endOfStandardSupportDate")
+    since = f" since {since:%Y-%m-%d}" if hasattr(since, "strftime") else (f" since {since}" if since else "")
+    note = (f"upgrade_policy: STANDARD is not applied to EKS cluster {cluster.get('name')}: it runs Kubernetes {version}, in extended "
+            f"support{since}, and EKS moves a cluster to STANDARD only while its version is in standard support (Amazon EKS User "
+            "Guide, \"Disable EKS extended support\"). It stays EXTENDED, billed at the extended support rate, until it runs a "
+            "version in standard support: raise the Kubernetes version one minor at a time (trainium_kubernetes_version), or set "
+            "upgrade_policy EXTENDED (eks_cluster_upgrade_policy) to keep it there knowingly")
+    return held, note
 
 
 def adoption_note(cluster, desired):

@@ -113,8 +113,10 @@ options:
         V(STANDARD) ends support with the version's standard support, after which EKS
         upgrades the control plane; V(EXTENDED) keeps the version in (billed) extended support.
       - Set at creation and changed in place (C(UpdateClusterConfig)) when the cluster reports another one.
-        A cluster whose description carries no upgrade policy (older APIs, the local rehearsal's moto)
-        is left alone.
+        A cluster whose description carries no upgrade policy (older APIs) is left alone.
+      - EKS moves a cluster to V(STANDARD) only while its version is in standard support. When the version the
+        cluster runs (after this task's version update, if any) is in extended support (C(DescribeClusterVersions)),
+        the policy stays V(EXTENDED) and the task warns, naming the version and the end of its standard support.
     type: str
     choices: [STANDARD, EXTENDED]
     default: STANDARD
@@ -177,7 +179,7 @@ notes:
   - Access entries other than those of O(admin_principal_arns) are not managed; O(bootstrap_cluster_creator_admin)
     is how the caller gets access.
   - EKS can change the subnets and security groups of a running cluster since 2023; this module does not, it reports the difference.
-  - Needs C(eks:DescribeCluster), C(eks:CreateCluster), C(eks:UpdateClusterConfig),
+  - Needs C(eks:DescribeCluster), C(eks:CreateCluster), C(eks:UpdateClusterConfig), C(eks:DescribeClusterVersions),
     C(eks:UpdateClusterVersion), C(eks:AssociateEncryptionConfig), C(eks:DescribeUpdate),
     C(eks:TagResource), C(eks:UntagResource), C(eks:DeleteCluster), C(iam:PassRole) on O(role_arn), and for
     the OIDC provider C(iam:ListOpenIDConnectProviders), C(iam:GetOpenIDConnectProvider),
@@ -439,6 +441,10 @@ def present(module, client, iam):
             return
         if plan["adopted_version"]:
             module.warn(eks.adoption_note(cluster, params["version"]))
+        if eks.asks_standard_policy(plan):
+            plan, held = eks.hold_standard_policy(cluster, plan, eks.version_information(client, plan["version"] or cluster.get("version")))
+            if held:
+                module.warn(held)
         readable = eks.access_entries_usable(cluster)
         if admins and not eks.access_entries_usable(eks.apply_plan_locally(cluster, plan)):
             module.fail_json(msg=f"admin_principal_arns: got {len(admins)} principal(s) for EKS cluster {name}, whose authentication "

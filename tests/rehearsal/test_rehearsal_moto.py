@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import base64
+import datetime
 import time
 import pathlib
 import urllib.error
@@ -363,6 +364,51 @@ def test_the_upgrade_policy_is_kept_reported_and_changed_as_eks_documents(aws):
     # Not given: not reported (the API reference does not say what EKS reports then).
     eks.create_cluster(name="plain", **base)
     assert "upgradePolicy" not in eks.describe_cluster(name="plain")["cluster"]
+
+
+def test_cluster_versions_follow_eks_calendar_and_extended_support_cannot_be_left_for_standard(aws):
+    """DescribeClusterVersions (moto_ext_eks_versions.py) from EKS's release calendar; no STANDARD policy for a cluster
+    in extended support (EKS User Guide, "Disable EKS extended support"), InvalidRequestException."""
+    eks = aws.client("eks")
+    listed = eks.describe_cluster_versions()["clusterVersions"]
+    # 14 months of standard support, then 12 of extended (EKS User Guide, "Kubernetes version lifecycle").
+    for info in listed:
+        standard, extended = info["endOfStandardSupportDate"], info["endOfExtendedSupportDate"]
+        assert 13 <= (standard - info["releaseDate"]).days / 30.4 <= 15 and 11 <= (extended - standard).days / 30.4 <= 13, info
+        assert info["versionStatus"] != "UNSUPPORTED" and info["status"] == info["versionStatus"].lower().replace("_", "-"), info
+    assert {"1.35"} <= {i["clusterVersion"] for i in listed if i["versionStatus"] == "STANDARD_SUPPORT"}, listed
+    extended = [i["clusterVersion"] for i in listed if i["versionStatus"] == "EXTENDED_SUPPORT"]
+    assert extended, f"no version in extended support on {datetime.date.today()}: update moto_ext_eks_versions.VERSIONS"
+    one = eks.describe_cluster_versions(clusterVersions=[extended[0]])["clusterVersions"]
+    assert [i["clusterVersion"] for i in one] == [extended[0]]
+    assert [i["clusterVersion"] for i in eks.describe_cluster_versions(defaultOnly=True)["clusterVersions"]] == ["1.35"]
+
+    subnets = [s["SubnetId"] for s in aws.client("ec2").describe_subnets()["Subnets"][:2]]
+    base = {"roleArn": "arn:aws:iam::123456789012:role/eks", "resourcesVpcConfig": {"subnetIds": subnets}}
+    eks.create_cluster(name="old", version=extended[0], upgradePolicy={"supportType": "EXTENDED"}, **base)
+    error = _refused(eks.update_cluster_config, name="old", upgradePolicy={"supportType": "STANDARD"})
+    assert error["Code"] == "InvalidRequestException" and "extended support" in error["Message"], error
+    assert eks.describe_cluster(name="old")["cluster"]["upgradePolicy"] == {"supportType": "EXTENDED"}
+    # A version in standard support moves either way.
+    eks.create_cluster(name="new", version="1.35", upgradePolicy={"supportType": "EXTENDED"}, **base)
+    assert eks.update_cluster_config(name="new", upgradePolicy={"supportType": "STANDARD"})["update"]["status"] == "Successful"
+
+
+def test_a_control_plane_moves_one_minor_version_up_at_a_time(aws):
+    """UpdateClusterVersion (moto_ext_eks_versions.py), which moto lacks: one minor up to a supported version, read back
+    by DescribeCluster and DescribeUpdate (EKS User Guide, "Update existing cluster to new Kubernetes version")."""
+    eks = aws.client("eks")
+    subnets = [s["SubnetId"] for s in aws.client("ec2").describe_subnets()["Subnets"][:2]]
+    eks.create_cluster(name="up", version="1.34", roleArn="arn:aws:iam::123456789012:role/eks", resourcesVpcConfig={"subnetIds": subnets})
+    for wanted in ("1.36", "1.33", "1.34", "1.29", "2.0"):
+        error = _refused(eks.update_cluster_version, name="up", version=wanted)
+        assert error["Code"] == "InvalidParameterException" and wanted in error["Message"], (wanted, error)
+    assert _refused(eks.update_cluster_version, name="nobody", version="1.35")["Code"] == "ResourceNotFoundException"
+    update = eks.update_cluster_version(name="up", version="1.35")["update"]
+    assert update["type"] == "VersionUpdate" and update["status"] == "Successful"
+    assert {"type": "Version", "value": "1.35"} in update["params"]
+    assert eks.describe_update(name="up", updateId=update["id"])["update"]["id"] == update["id"]
+    assert eks.describe_cluster(name="up")["cluster"]["version"] == "1.35"
 
 
 def test_a_node_group_version_update_follows_eks_rules_and_on_a_capacity_block_needs_desired_size_0(aws):

@@ -17,6 +17,8 @@ an ``install()`` that patches moto and a docstring that lists its additions:
   takes key IDs only (ScheduleKeyDeletion and co.).
 - moto_ext_eks_rules.py: EKS's documented bounds on node group names, labels
   and taints (InvalidParameterException), which moto does not check.
+- moto_ext_eks_versions.py: DescribeClusterVersions from EKS's release
+  calendar; no upgrade policy STANDARD for a cluster in extended support.
 - moto_ext_eks_addons.py: EKS managed add-ons (Create/Describe/List/Update/
   DeleteAddon, DescribeAddonVersions with a small version catalogue), their
   CREATING/UPDATING/DELETING lifecycle and tags.
@@ -41,14 +43,15 @@ import moto_ext_ecr
 import moto_ext_eks
 import moto_ext_eks_addons
 import moto_ext_eks_rules
+import moto_ext_eks_versions
 import moto_ext_faults
 import moto_ext_fsx
 import moto_ext_servicequotas
 import moto_ext_ssm
 import moto_ext_timing
 
-SERVICES = (moto_ext_ec2, moto_ext_ecr, moto_ext_eks, moto_ext_eks_addons, moto_ext_eks_rules, moto_ext_fsx, moto_ext_servicequotas,
-            moto_ext_ssm, moto_ext_faults, moto_ext_timing)
+SERVICES = (moto_ext_ec2, moto_ext_ecr, moto_ext_eks, moto_ext_eks_addons, moto_ext_eks_rules, moto_ext_eks_versions, moto_ext_fsx,
+            moto_ext_servicequotas, moto_ext_ssm, moto_ext_faults, moto_ext_timing)
 
 
 def install():

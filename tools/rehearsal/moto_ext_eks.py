@@ -64,7 +64,8 @@
    does not say what EKS reports otherwise), UpdateClusterConfig with
    upgradePolicy alone changes it (an UpgradePolicyUpdate, Successful at
    once), and a supportType other than STANDARD or EXTENDED is refused with
-   InvalidParameterException.
+   InvalidParameterException; STANDARD for a cluster whose version is in
+   extended support with InvalidRequestException (moto_ext_eks_versions.py).
 """
 
 from __future__ import annotations
@@ -78,6 +79,7 @@ import uuid
 
 from eks_authenticator import iam_principal
 from moto_ext_ec2 import ec2_backend
+from moto_ext_eks_versions import standard_policy_problem
 
 
 def _local_apiserver(cluster):
@@ -411,6 +413,9 @@ def _update_upgrade_policy(response, policy):
     wanted = policy.get("supportType")
     if wanted not in UPGRADE_SUPPORT_TYPES:
         raise _invalid(f"supportType {wanted!r} is not one of {', '.join(UPGRADE_SUPPORT_TYPES)}.", name)
+    problem = standard_policy_problem(cluster) if wanted == "STANDARD" else None
+    if problem:
+        raise _invalid_request(problem, name)
     cluster.upgrade_policy = {"supportType": wanted}
     answer = _record_update(response, name, {
         "id": str(uuid.uuid4()), "status": "Successful", "type": "UpgradePolicyUpdate",

@@ -98,6 +98,27 @@ def test_the_plan_of_an_adopted_cluster_changes_nothing_and_says_why():
     assert refused["adopted_version"] is None and any("cannot downgrade" in e for e in refused["errors"])
 
 
+@pytest.mark.parametrize("status,held", [("EXTENDED_SUPPORT", True), ("STANDARD_SUPPORT", False), (None, False)])
+def test_a_move_to_standard_is_held_while_the_version_is_in_extended_support(status, held):
+    """EKS User Guide, "Disable EKS extended support": not once the cluster has entered it."""
+    import datetime  # pylint: disable=import-outside-toplevel
+
+    found = dict(copy.deepcopy(CLUSTER), upgradePolicy={"supportType": "EXTENDED"}, tags={"team": "ml"})
+    plan = eks.plan_update(found, params(upgrade_policy="STANDARD", logging=["api"], tags={"team": "ml", "env": "x"}))
+    assert eks.asks_standard_policy(plan) and plan["changed"]
+    information = {"versionStatus": status, "endOfStandardSupportDate": datetime.datetime(2026, 7, 29)} if status else {}
+    after, note = eks.hold_standard_policy(found, plan, information)
+    if not held:
+        assert after is plan and note is None
+        return
+    assert not eks.asks_standard_policy(after) and after["config"] == [{"logging": eks.logging_request(["api"])}]
+    assert after["tags_to_set"] == {"env": "x"} and after["changed"] is True
+    assert "runs Kubernetes 1.33, in extended support since 2026-07-29" in note and "(eks_cluster_upgrade_policy)" in note
+    # Nothing else to do: the held plan changes nothing (a rerun reports changed=0).
+    alone = eks.plan_update(found, params(upgrade_policy="STANDARD"))
+    assert eks.hold_standard_policy(found, alone, information)[0]["changed"] is False
+
+
 @pytest.mark.parametrize("current,desired,words", [
     ("1.33", "1.35", "one minor version at a time"),
     ("1.33", "1.32", "cannot downgrade"),

@@ -235,8 +235,14 @@ def test_present_on_a_failed_cluster_fails_with_its_status(capsys, aws):
     assert result["cluster"]["status"] == "FAILED"
 
 
+def standard_support(aws, version):
+    aws["eks"].add_response("describe_cluster_versions", {"clusterVersions": [{"clusterVersion": version, "versionStatus": "STANDARD_SUPPORT"}]},
+                            {"clusterVersions": [version]})
+
+
 def test_upgrade_policy_difference_is_reported_in_check_mode_and_updated_in_place(capsys, aws):
     aws["eks"].add_response("describe_cluster", {"cluster": cluster(upgradePolicy={"supportType": "EXTENDED"})}, {"name": "trn-rehearsal"})
+    standard_support(aws, cluster()["version"])
     oidc_present(aws)
     result = run(capsys, WANTED, check_mode=True, diff=True)
     assert result["changed"] is True and result["updates"] == ["upgrade_policy"]
@@ -244,6 +250,7 @@ def test_upgrade_policy_difference_is_reported_in_check_mode_and_updated_in_plac
     assert result["cluster"]["upgrade_policy"] == "STANDARD"
 
     aws["eks"].add_response("describe_cluster", {"cluster": cluster(upgradePolicy={"supportType": "EXTENDED"})}, {"name": "trn-rehearsal"})
+    standard_support(aws, cluster()["version"])
     aws["eks"].add_response("update_cluster_config", {"update": {"id": "u-9", "status": "InProgress"}},
                             {"name": "trn-rehearsal", "upgradePolicy": {"supportType": "STANDARD"}})
     aws["eks"].add_response("describe_cluster", {"cluster": cluster(upgradePolicy={"supportType": "STANDARD"})}, {"name": "trn-rehearsal"})
