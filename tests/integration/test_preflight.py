@@ -10,6 +10,7 @@ the value and what is allowed, and leave the account exactly as it was.
 from __future__ import annotations
 
 import copy
+import datetime
 
 import pytest
 
@@ -207,6 +208,17 @@ def _reservation(aws, instance_type="trn1.32xlarge", count=1, zone="us-west-2d")
     )["CapacityReservation"]["CapacityReservationId"]
 
 
+def _capacity_block(aws, starts_in_hours, zone="us-west-2d", count=2):
+    """A Capacity Block bought from the rehearsal's offerings: scheduled when it starts later, active when it started."""
+    ec2 = aws.client("ec2")
+    start = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=starts_in_hours)
+    offerings = ec2.describe_capacity_block_offerings(InstanceType="trn1.32xlarge", InstanceCount=count, CapacityDurationHours=48,
+                                                      StartDateRange=start)["CapacityBlockOfferings"]
+    offering = next(o for o in offerings if o["AvailabilityZone"] == zone)
+    return ec2.purchase_capacity_block(CapacityBlockOfferingId=offering["CapacityBlockOfferingId"],
+                                       InstancePlatform="Linux/UNIX")["CapacityReservation"]["CapacityReservationId"]
+
+
 def _cancelled_reservation(aws):
     reservation = _reservation(aws)
     aws.client("ec2").cancel_capacity_reservation(CapacityReservationId=reservation)
@@ -229,6 +241,11 @@ CAPACITY_CASES = [
      ["a reservation for trn1.32xlarge; this one holds trn1n.32xlarge"]),
     ("reservation-cancelled", lambda aws, v: _set_pool(v, capacity_reservation_id=_cancelled_reservation(aws)),
      ["a reservation in state active or scheduled; this one is cancelled"]),
+    ("block-not-started", lambda aws, v: _set_pool(v, capacity_type="CAPACITY_BLOCK", capacity_reservation_id=_capacity_block(aws, 30)),
+     ["trainium_node_pools[0].capacity_reservation_id: got 'cr-", "allowed: a reservation that has started;",
+      "is scheduled and starts at 20", "run again once it is active"]),
+    ("block-needs-capacity-block-type", lambda aws, v: _set_pool(v, capacity_reservation_id=_capacity_block(aws, -1)),
+     ["trainium_node_pools[0].capacity_type: got 'ON_DEMAND'", "allowed: CAPACITY_BLOCK, since cr-", "is a Capacity Block for ML"]),
     ("quota-on-demand", lambda aws, v: _set_pool(v, count=5),
      ["trainium_node_pools: got 5 x trn1.32xlarge ON_DEMAND = 640 vCPUs; allowed: at most 512 vCPUs, the EC2 quota "
       "'Running On-Demand Trn instances' (L-2C3B7624) of 512 vCPUs in us-west-2 minus 0 used by other Trainium instances",

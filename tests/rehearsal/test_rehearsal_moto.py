@@ -349,6 +349,56 @@ def test_a_capacity_block_node_group_and_its_launch_template_go_together(aws):
     assert eks.list_nodegroups(clusterName="cb-rules")["nodegroups"] == ["c"]
 
 
+def test_a_capacity_block_is_bought_follows_the_clock_and_launches_nodes_only_while_active(aws):
+    """moto_ext_ec2.py: DescribeCapacityBlockOfferings/PurchaseCapacityBlock make a capacity-block reservation, scheduled
+    before its start and active after (EC2 User Guide, "Capacity Blocks for ML"); moto_ext_eks_rules.py: its node group
+    launches nothing before the start, AsgInstanceLaunchFailures, and is healthy at desired size 0 (EKS User Guide)."""
+    ec2, eks = aws.client("ec2"), aws.client("eks")
+    now = datetime.datetime.now(datetime.timezone.utc)
+    assert _refused(ec2.describe_capacity_block_offerings, InstanceType="trn1.32xlarge", InstanceCount=2,
+                    CapacityDurationHours=25)["Code"] == "InvalidParameterValue"
+    assert ec2.describe_capacity_block_offerings(InstanceType="m5.large", InstanceCount=1, CapacityDurationHours=24)["CapacityBlockOfferings"] == []
+    blocks = {}
+    for name, hours in (("later", 30), ("started", -1)):
+        offerings = ec2.describe_capacity_block_offerings(InstanceType="trn1.32xlarge", InstanceCount=2, CapacityDurationHours=48,
+                                                          StartDateRange=now + datetime.timedelta(hours=hours))["CapacityBlockOfferings"]
+        # Only zones that offer the type (the rehearsal's trn1.32xlarge: us-west-2b and us-west-2d).
+        assert sorted(o["AvailabilityZone"] for o in offerings) == ["us-west-2b", "us-west-2d"], offerings
+        assert all((o["EndDate"] - o["StartDate"]).total_seconds() == 48 * 3600 for o in offerings)
+        bought = ec2.purchase_capacity_block(CapacityBlockOfferingId=offerings[0]["CapacityBlockOfferingId"], InstancePlatform="Linux/UNIX")
+        blocks[name] = bought["CapacityReservation"]["CapacityReservationId"]
+        assert _refused(ec2.purchase_capacity_block, CapacityBlockOfferingId=offerings[0]["CapacityBlockOfferingId"],
+                        InstancePlatform="Linux/UNIX")["Code"] == "InvalidCapacityBlockOfferingId.NotFound"
+    found = {r["CapacityReservationId"]: r for r in ec2.describe_capacity_reservations(Filters=[
+        {"Name": "reservation-type", "Values": ["capacity-block"]}])["CapacityReservations"]}
+    assert (found[blocks["later"]]["State"], found[blocks["started"]]["State"]) == ("scheduled", "active")
+    assert found[blocks["later"]]["EndDateType"] == "limited" and found[blocks["later"]]["TotalInstanceCount"] == 2
+
+    subnets = [s["SubnetId"] for s in ec2.describe_subnets()["Subnets"][:2]]
+    eks.create_cluster(name="cb-clock", roleArn="arn:aws:iam::123456789012:role/eks", resourcesVpcConfig={"subnetIds": subnets})
+
+    def group(name, block, desired):
+        data = {"InstanceMarketOptions": {"MarketType": "capacity-block"},
+                "CapacityReservationSpecification": {"CapacityReservationTarget": {"CapacityReservationId": blocks[block]}}}
+        template = ec2.create_launch_template(LaunchTemplateName=name, LaunchTemplateData=data)["LaunchTemplate"]["LaunchTemplateId"]
+        eks.create_nodegroup(clusterName="cb-clock", nodegroupName=name, nodeRole="arn:aws:iam::123456789012:role/node", subnets=subnets,
+                             capacityType="CAPACITY_BLOCK", launchTemplate={"id": template},
+                             scalingConfig={"minSize": 0, "maxSize": 2, "desiredSize": desired})
+        return state(name)
+
+    def state(name):
+        answer = eks.describe_nodegroup(clusterName="cb-clock", nodegroupName=name)["nodegroup"]
+        return answer["status"], [i["code"] for i in answer.get("health", {}).get("issues", [])]
+
+    assert group("early", "later", 2) == ("CREATE_FAILED", ["AsgInstanceLaunchFailures"])
+    assert group("waiting", "later", 0) == ("ACTIVE", [])
+    assert group("running", "started", 2) == ("ACTIVE", [])
+    eks.update_nodegroup_config(clusterName="cb-clock", nodegroupName="waiting", scalingConfig={"minSize": 0, "maxSize": 2, "desiredSize": 1})
+    assert state("waiting") == ("DEGRADED", ["AsgInstanceLaunchFailures"])
+    eks.update_nodegroup_config(clusterName="cb-clock", nodegroupName="waiting", scalingConfig={"minSize": 0, "maxSize": 2, "desiredSize": 0})
+    assert state("waiting") == ("ACTIVE", [])
+
+
 def test_the_upgrade_policy_is_kept_reported_and_changed_as_eks_documents(aws):
     eks = aws.client("eks", validate=False)
     subnets = [s["SubnetId"] for s in aws.client("ec2").describe_subnets()["Subnets"][:2]]

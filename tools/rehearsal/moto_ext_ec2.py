@@ -8,6 +8,15 @@
    filters instance-type, state, availability-zone, reservation-type,
    instance-match-criteria) and CancelCapacityReservation. Reservations live
    on the region's EC2 backend, so `POST /moto-api/reset` clears them.
+   Capacity Blocks for ML: DescribeCapacityBlockOfferings offers a block of
+   the asked type, count and duration (CapacityDurationHours, a multiple of
+   24) in each zone of the region that offers the type, starting at the start
+   of StartDateRange (else in 24 hours); PurchaseCapacityBlock makes it a
+   reservation of ReservationType capacity-block and EndDateType limited,
+   whose State follows the clock as EC2 documents it: scheduled before its
+   StartDate, active until its EndDate, expired after (EC2 User Guide,
+   "Capacity Blocks for ML"; AWS starts blocks at 11:30 UTC and sells only
+   some counts and durations, which the rehearsal does not restrict).
 2. Placement groups. moto answers HTTP 500; this adds CreatePlacementGroup
    (strategy cluster, spread or partition with PartitionCount 1-7, tags from
    TagSpecifications of type placement-group), DescribePlacementGroups
@@ -109,9 +118,88 @@ def create_capacity_reservation(self):
     return ActionResult({"CapacityReservation": reservation})
 
 
+# Trainium types EC2 sells Capacity Blocks of (EC2 User Guide, "Capacity Blocks for ML", supported instance types).
+CAPACITY_BLOCK_TYPES = ("trn1.32xlarge", "trn2.48xlarge")
+
+
+def _block_state(reservation, now=None):
+    """A Capacity Block's State by the clock: scheduled, active, then expired (a cancelled one stays so)."""
+    if reservation.get("ReservationType") != "capacity-block" or reservation["State"] == "cancelled":
+        return reservation["State"]
+    now = now or datetime.datetime.now(datetime.timezone.utc)
+    if now < reservation["StartDate"]:
+        return "scheduled"
+    return "active" if now < reservation["EndDate"] else "expired"
+
+
+def capacity_reservation(backend, reservation_id):
+    """The reservation ``reservation_id`` of the account and region of another service's ``backend`` (State by the
+    clock), or None."""
+    reservation = getattr(ec2_backend(backend), _STORE, {}).get(reservation_id)
+    if reservation is not None:
+        reservation["State"] = _block_state(reservation)
+    return reservation
+
+
+def _offerings(response):
+    return response.ec2_backend.__dict__.setdefault("_trainium_capacity_block_offerings", {})
+
+
+def describe_capacity_block_offerings(self):
+    self.error_on_dryrun()
+    itype, count = self._get_param("InstanceType"), int(self._get_param("InstanceCount") or 1)
+    hours = int(self._get_param("CapacityDurationHours"))
+    if hours <= 0 or hours % 24:
+        raise EC2ClientError("InvalidParameterValue", f"CapacityDurationHours {hours} is not a whole number of days (24-hour multiples)")
+    if itype not in CAPACITY_BLOCK_TYPES:
+        return ActionResult({"CapacityBlockOfferings": []})
+    start = self._get_param("StartDateRange")  # moto parses the timestamp (a datetime), or passes its text on
+    if isinstance(start, str):
+        start = datetime.datetime.fromisoformat(start.replace("Z", "+00:00"))
+    start = start or datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=24)
+    if start.tzinfo is None:
+        start = start.replace(tzinfo=datetime.timezone.utc)
+    offered = []
+    zones = sorted(o["Location"] for o in self.ec2_backend.describe_instance_type_offerings("availability-zone", {"instance-type": [itype]}))
+    for zone in zones:
+        offering = {
+            "CapacityBlockOfferingId": "cb-" + uuid.uuid4().hex[:17], "InstanceType": itype, "AvailabilityZone": zone,
+            "InstanceCount": count, "StartDate": start, "EndDate": start + datetime.timedelta(hours=hours),
+            "CapacityBlockDurationHours": hours, "UpfrontFee": "0.00", "CurrencyCode": "USD", "Tenancy": "default",
+        }
+        _offerings(self)[offering["CapacityBlockOfferingId"]] = offering
+        offered.append(offering)
+    return ActionResult({"CapacityBlockOfferings": offered})
+
+
+def purchase_capacity_block(self):
+    self.error_on_dryrun()
+    offering = _offerings(self).pop(self._get_param("CapacityBlockOfferingId"), None)
+    if offering is None:
+        raise EC2ClientError("InvalidCapacityBlockOfferingId.NotFound",
+                             f"The Capacity Block offering ID '{self._get_param('CapacityBlockOfferingId')}' does not exist")
+    reservation_id = "cr-" + uuid.uuid4().hex[:17]
+    now = datetime.datetime.now(datetime.timezone.utc)
+    reservation = {
+        "CapacityReservationId": reservation_id, "OwnerId": self.current_account,
+        "CapacityReservationArn": f"arn:aws:ec2:{self.region}:{self.current_account}:capacity-reservation/{reservation_id}",
+        "InstanceType": offering["InstanceType"], "InstancePlatform": self._get_param("InstancePlatform"),
+        "AvailabilityZone": offering["AvailabilityZone"], "AvailabilityZoneId": _zone_id(self, offering["AvailabilityZone"]),
+        "Tenancy": "default", "TotalInstanceCount": offering["InstanceCount"], "AvailableInstanceCount": offering["InstanceCount"],
+        "EbsOptimized": True, "EphemeralStorage": False, "State": "scheduled", "StartDate": offering["StartDate"],
+        "EndDate": offering["EndDate"], "EndDateType": "limited", "InstanceMatchCriteria": "targeted", "CreateDate": now,
+        "ReservationType": "capacity-block", "Tags": [],
+    }
+    reservation["State"] = _block_state(reservation, now)
+    _store(self)[reservation_id] = reservation
+    return ActionResult({"CapacityReservation": reservation})
+
+
 def describe_capacity_reservations(self):
     self.error_on_dryrun()
     store = _store(self)
+    for reservation in store.values():
+        reservation["State"] = _block_state(reservation)
     ids = self._get_param("CapacityReservationIds", [])
     for reservation_id in ids:
         if reservation_id not in store:
@@ -314,6 +402,8 @@ def install():
     EC2Response.create_capacity_reservation = create_capacity_reservation
     EC2Response.describe_capacity_reservations = describe_capacity_reservations
     EC2Response.cancel_capacity_reservation = cancel_capacity_reservation
+    EC2Response.describe_capacity_block_offerings = describe_capacity_block_offerings
+    EC2Response.purchase_capacity_block = purchase_capacity_block
     EC2Response.create_placement_group = create_placement_group
     EC2Response.describe_placement_groups = describe_placement_groups
     EC2Response.delete_placement_group = delete_placement_group

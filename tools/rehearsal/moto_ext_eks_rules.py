@@ -32,6 +32,14 @@ the health issue Ec2LaunchTemplateInvalidConfiguration naming the rule.
 The rules are written here from the API reference, apart from the
 collection's own validation (plugins/module_utils/trainium_limits.py), so
 that a mistake in one of them makes a test fail instead of passing twice.
+A Capacity Block node group that wants instances (desired size above 0)
+while its block is not active (scheduled, or expired) cannot launch them:
+"instances launch only while the block is active" (Amazon EKS User Guide,
+"Create a managed node group with Capacity Blocks for ML"). It ends
+CREATE_FAILED at creation, or DEGRADED when UpdateNodegroupConfig grows it,
+with the health issue AsgInstanceLaunchFailures (the message is ours); at
+desired size 0 it is ACTIVE. The block's state is moto_ext_ec2.py's.
+
 A node group whose subnets hold fewer free addresses than it has nodes (each
 instance's primary network interface takes one; EFA-only interfaces none)
 cannot launch them: as EKS reports it, the node group ends CREATE_FAILED at
@@ -273,6 +281,35 @@ def address_issue(nodegroup, backend, status):
     nodegroup.health = {"issues": issues}
 
 
+# EKS's health issue of a node group whose Auto Scaling group cannot launch its instances (Amazon EKS API Reference,
+# Issue); the message is ours.
+LAUNCH_FAILURES = "AsgInstanceLaunchFailures"
+
+
+def block_issue(nodegroup, backend, status):
+    """Mark a Capacity Block node group that wants instances while its block is not active (scheduled or expired)
+    with AsgInstanceLaunchFailures: "instances launch only while the block is active" (Amazon EKS User Guide, "Create a
+    managed node group with Capacity Blocks for ML"); at desired size 0 it is healthy."""
+    from moto_ext_ec2 import capacity_reservation  # pylint: disable=import-outside-toplevel
+
+    if nodegroup.capacity_type != "CAPACITY_BLOCK" or not nodegroup.launch_template:
+        return
+    _template, data = _template_data(backend, nodegroup.launch_template)
+    target = ((data.get("CapacityReservationSpecification") or {}).get("CapacityReservationTarget") or {}).get("CapacityReservationId")
+    reservation = capacity_reservation(backend, target)
+    desired = int((nodegroup.scaling_config or {}).get("desiredSize") or 0)
+    before = (nodegroup.health or {}).get("issues") or []
+    issues = [issue for issue in before if issue.get("code") != LAUNCH_FAILURES]
+    if reservation is not None and desired > 0 and reservation["State"] != "active":
+        nodegroup.status = status
+        issues.append({"code": LAUNCH_FAILURES, "resourceIds": [target],
+                       "message": f"Could not launch instances: Capacity Block {target} is {reservation['State']} "
+                                  f"(active from {reservation['StartDate']:%Y-%m-%dT%H:%M:%SZ} to {reservation['EndDate']:%Y-%m-%dT%H:%M:%SZ})."})
+    elif nodegroup.status == "DEGRADED" and not issues and len(before) > len(issues):
+        nodegroup.status = "ACTIVE"
+    nodegroup.health = {"issues": issues}
+
+
 def _refuse(problems, cluster, nodegroup):
     if problems:
         raise _error("InvalidParameterException", "; ".join(problems), cluster, nodegroup)
@@ -297,6 +334,7 @@ def install():
         _refuse(problems, cluster, name)
         nodegroup = create(self, *args, **kwargs)
         address_issue(nodegroup, self, "CREATE_FAILED")
+        block_issue(nodegroup, self, "CREATE_FAILED")
         if template_id:
             broken = interface_problems(data.get("NetworkInterfaces"))
             if broken:
@@ -315,6 +353,7 @@ def install():
             group = cluster.nodegroups.get(kwargs.get("nodegroup_name")) if cluster else None
             if group is not None:
                 address_issue(group, self, "DEGRADED")
+                block_issue(group, self, "DEGRADED")
         return answer
 
     models.EKSBackend.create_nodegroup = create_nodegroup
