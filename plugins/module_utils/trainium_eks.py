@@ -402,9 +402,12 @@ def asks_standard_policy(plan):
     return any((payload.get("upgradePolicy") or {}).get("supportType") == "STANDARD" for payload in plan["config"])
 
 
+@EksErrorHandler.common_error_handler("describe EKS cluster versions (needs eks:DescribeClusterVersions)")
+@AWSRetry.jittered_backoff()
 def version_information(client, version):
-    """DescribeClusterVersions' entry for one Kubernetes version ({} when EKS lists none)."""
-    return next(iter(client.describe_cluster_versions(clusterVersions=[str(version)]).get("clusterVersions") or []), {})
+    """DescribeClusterVersions' entry for one Kubernetes version, supported or not ({} when EKS lists none)."""
+    answer = client.describe_cluster_versions(clusterVersions=[str(version)], includeAll=True)
+    return next(iter(answer.get("clusterVersions") or []), {})
 
 
 def hold_standard_policy(cluster, plan, information):

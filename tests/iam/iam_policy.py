@@ -165,6 +165,7 @@ NOT_RECORDED = {
         "eks:UpdateClusterConfig": _UPDATE,
         "eks:UpdateAddon": "a vpc-cni add-on whose version, role or configuration changed",
         "eks:UpdateClusterVersion": "a one-minor Kubernetes upgrade",
+        "eks:DescribeClusterVersions": "a cluster on upgrade policy EXTENDED asked to move to STANDARD",
         "eks:UpdateNodegroupVersion": "a Kubernetes upgrade or a new launch template version",
         "fsx:CreateFileSystemFromBackup": "fsx_lustre_restore_backup: the file system made again from a backup",
         "fsx:DescribeBackups": "fsx_lustre_restore_backup: the backup to restore from",

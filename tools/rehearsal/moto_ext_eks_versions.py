@@ -115,7 +115,10 @@ def version_update_problem(current, wanted):
     """Why EKS refuses to move a control plane from ``current`` to ``wanted``, or None."""
     if support_status(wanted) in (None, "UNSUPPORTED"):
         return f"Unsupported Kubernetes version {wanted}; supported: {', '.join(v for v in VERSIONS if support_status(v) != 'UNSUPPORTED')}."
-    have, want = (tuple(int(p) for p in str(v).split(".")) for v in (current, wanted))
+    try:
+        have, want = (tuple(int(p) for p in str(v).split(".")) for v in (current, wanted))
+    except ValueError:
+        return f"Unsupported Kubernetes minor version update from {current} to {wanted}."
     if want[0] != have[0] or want[1] != have[1] + 1:
         return f"Unsupported Kubernetes minor version update from {current} to {wanted}: one minor version up at a time, never down."
     return None

@@ -32,43 +32,62 @@ volcano_quiet_apply() {
   done <<<"$out"
 }
 
+# What the overlay is made of: the module version, its checksum and our file.
+volcano_apis_stamp() {
+  echo "$VOLCANO_APIS_VERSION $VOLCANO_APIS_SUM $(sha256sum <"$ROOT/tools/rehearsal/go/volcano/apis-overlay.go.in" | cut -d' ' -f1)"
+}
+
 # tools/rehearsal/go/volcano/apis-overlay: volcano.sh/apis at
 # $VOLCANO_APIS_VERSION, verified against $VOLCANO_APIS_SUM, with
-# apis-overlay.go.in added; rewritten only when one of them changed.
+# apis-overlay.go.in added; rewritten only when one of them changed. Two stacks
+# of one checkout starting at once: one writes (under a lock beside it), the
+# other waits and finds it written.
 volcano_apis_overlay() {
-  local wrapper="$ROOT/tools/rehearsal/go/volcano" json dir sum stamp tmp lock
-  local target="$wrapper/apis-overlay"
-  stamp="$VOLCANO_APIS_VERSION $VOLCANO_APIS_SUM $(sha256sum <"$wrapper/apis-overlay.go.in" | cut -d' ' -f1)"
-  [[ -f "$target/.rehearsal-stamp" && "$(<"$target/.rehearsal-stamp")" == "$stamp" ]] && return 0
-  # Two stacks of one checkout starting at once: one writes, the other waits and finds it written.
-  mkdir -p "$CACHE"
-  exec {lock}>"$CACHE/volcano-apis-overlay.lock"
+  local wrapper="$ROOT/tools/rehearsal/go/volcano" stamp lock rc=0
+  stamp="$(volcano_apis_stamp)"
+  [[ -f "$wrapper/apis-overlay/.rehearsal-stamp" && "$(<"$wrapper/apis-overlay/.rehearsal-stamp")" == "$stamp" ]] && return 0
+  exec {lock}>"$wrapper/.apis-overlay.lock"
   flock "$lock"
-  if [[ -f "$target/.rehearsal-stamp" && "$(<"$target/.rehearsal-stamp")" == "$stamp" ]]; then
-    exec {lock}>&-
-    return 0
-  fi
+  volcano_write_apis_overlay "$wrapper" "$stamp" || rc=$?
+  exec {lock}>&-
+  return "$rc"
+}
+
+# Under the lock; every step checked (callers run it in an || list, where set -e does not apply).
+volcano_write_apis_overlay() {
+  local wrapper="$1" stamp="$2" target="$1/apis-overlay" json dir sum tmp
+  [[ -f "$target/.rehearsal-stamp" && "$(<"$target/.rehearsal-stamp")" == "$stamp" ]] && return 0
+  # What an interrupted run left (mktemp's six characters; not the lock).
+  rm -rf "$wrapper"/.apis-overlay.??????
   # Outside any module: go mod download checks the zip against the checksum database.
   json="$(cd / && GOFLAGS='' GOWORK=off "$GO" mod download -json "volcano.sh/apis@$VOLCANO_APIS_VERSION")" || {
     say "cannot download volcano.sh/apis@$VOLCANO_APIS_VERSION from the Go module proxy"
-    exec {lock}>&-
     return 1
   }
   dir="$(sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$/\1/p' <<<"$json")"
   sum="$(sed -n 's/^[[:space:]]*"Sum": "\(.*\)",*$/\1/p' <<<"$json")"
-  if [[ "$sum" != "$VOLCANO_APIS_SUM" || ! -d "$dir" ]]; then
-    say "volcano.sh/apis@$VOLCANO_APIS_VERSION has checksum '$sum', expected $VOLCANO_APIS_SUM"
-    exec {lock}>&-
+  if [[ "$sum" != "$VOLCANO_APIS_SUM" || -z "$dir" || ! -d "$dir" ]]; then
+    say "volcano.sh/apis@$VOLCANO_APIS_VERSION has checksum '$sum' (in '$dir'), expected $VOLCANO_APIS_SUM"
     return 1
   fi
-  tmp="$(mktemp -d "$wrapper/.apis-overlay.XXXXXX")"
-  cp -R "$dir/." "$tmp/"
-  chmod -R u+w "$tmp"
-  cp "$wrapper/apis-overlay.go.in" "$tmp/pkg/apis/scheduling/v1beta1/zz_rehearsal_overlay.go"
-  echo "$stamp" >"$tmp/.rehearsal-stamp"
-  rm -rf "$target"
-  mv "$tmp" "$target"
-  exec {lock}>&-
+  tmp="$(mktemp -d "$wrapper/.apis-overlay.XXXXXX")" || tmp=""
+  if [[ -z "$tmp" || ! -d "$tmp" ]]; then
+    say "cannot make a temporary directory in $wrapper"
+    return 1
+  fi
+  # The stamp goes last: a copy that failed half-way is never taken for a finished one.
+  if ! { cp -R "$dir/." "$tmp/" && chmod -R u+w "$tmp" &&
+    cp "$wrapper/apis-overlay.go.in" "$tmp/pkg/apis/scheduling/v1beta1/zz_rehearsal_overlay.go" &&
+    echo "$stamp" >"$tmp/.rehearsal-stamp"; }; then
+    say "could not write the volcano.sh/apis overlay in $tmp"
+    rm -rf "$tmp"
+    return 1
+  fi
+  if ! { rm -rf "$target" && mv "$tmp" "$target"; }; then
+    say "could not move the volcano.sh/apis overlay to $target"
+    rm -rf "$tmp"
+    return 1
+  fi
   say "wrote the volcano.sh/apis $VOLCANO_APIS_VERSION overlay for Volcano $VOLCANO_VERSION"
 }
 
@@ -100,7 +119,9 @@ volcano_apply() {
 
 svc_volcano_up() {
   local ldflags="-X volcano.sh/volcano/pkg/version.Version=$VOLCANO_VERSION"
-  local build="$VOLCANO_VERSION-apis-$VOLCANO_APIS_VERSION"
+  # The binaries' cache key names the overlay they were built with.
+  local build
+  build="$VOLCANO_VERSION-apis-$VOLCANO_APIS_VERSION-$(volcano_apis_stamp | sha256sum | cut -c1-12)"
   volcano_apis_overlay || return 1
   go_build_cached vc-scheduler "$build" "$ROOT/tools/rehearsal/go/volcano" \
     volcano.sh/volcano/cmd/scheduler "$ldflags"

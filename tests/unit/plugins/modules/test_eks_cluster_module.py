@@ -237,7 +237,7 @@ def test_present_on_a_failed_cluster_fails_with_its_status(capsys, aws):
 
 def standard_support(aws, version):
     aws["eks"].add_response("describe_cluster_versions", {"clusterVersions": [{"clusterVersion": version, "versionStatus": "STANDARD_SUPPORT"}]},
-                            {"clusterVersions": [version]})
+                            {"clusterVersions": [version], "includeAll": True})
 
 
 def test_upgrade_policy_difference_is_reported_in_check_mode_and_updated_in_place(capsys, aws):
@@ -258,6 +258,14 @@ def test_upgrade_policy_difference_is_reported_in_check_mode_and_updated_in_plac
     result = run(capsys, WANTED)
     assert result["changed"] is True and result["updates"] == ["upgrade_policy"]
     assert result["cluster"]["upgrade_policy"] == "STANDARD"
+
+
+def test_a_deployer_without_describe_cluster_versions_gets_one_line_naming_the_permission(capsys, aws):
+    aws["eks"].add_response("describe_cluster", {"cluster": cluster(upgradePolicy={"supportType": "EXTENDED"})}, {"name": "trn-rehearsal"})
+    aws["eks"].add_client_error("describe_cluster_versions", "AccessDeniedException", "not authorized to perform: eks:DescribeClusterVersions",
+                                http_status_code=403)
+    result = run(capsys, WANTED)
+    assert result["failed"] is True and "describe EKS cluster versions (needs eks:DescribeClusterVersions)" in result["msg"], result["msg"]
 
 
 def test_a_cluster_that_reports_no_upgrade_policy_is_left_alone(capsys, aws):
