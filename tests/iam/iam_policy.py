@@ -560,10 +560,11 @@ def resources_of(call, account, region, state=None):
 
 
 def context_of(call):
-    """The request's condition keys: REQUEST_CONDITION_KEYS from its parameters, aws:RequestTag/<key> from its Tags."""
+    """The request's condition keys: REQUEST_CONDITION_KEYS from its parameters, aws:RequestTag/<key> from its Tags
+    (``tags`` in the EKS and ECR APIs)."""
     params = call["params"]
     context = {key: params[param] for key, param in REQUEST_CONDITION_KEYS.items() if param in params}
-    context.update({REQUEST_TAG + key: value for key, value in _tags_of(params.get("Tags")).items()})
+    context.update({REQUEST_TAG + key: value for key, value in _tags_of(params.get("Tags") or params.get("tags")).items()})
     return context
 
 

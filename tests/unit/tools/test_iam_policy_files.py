@@ -288,3 +288,14 @@ def test_a_record_tells_the_aliases_of_keys_and_the_tags_of_file_systems(tmp_pat
     assert len(report) == 2, report
     assert any("fsx:UpdateFileSystem" in line and "fs-0" in line for line in report)
     assert any("kms:ScheduleKeyDeletion" in line and "5555abcd" in line for line in report)
+
+
+def test_create_cluster_is_allowed_on_any_resource_and_only_with_the_deployment_tag():
+    """eks:CreateCluster has no resource type (Service Authorization Reference, Amazon EKS): a statement naming the
+    cluster's ARN never allows it on AWS. The request carries the deployment's tag (EKS's lower-case ``tags``)."""
+    policy = iam_policy.load_policy("infrastructure", VALUES)
+    call = {"operation": "CreateCluster", "params": {"name": "trn-prod", "tags": {"trainium.eks/cluster": "trn-prod"}}}
+    assert iam_policy.allows(policy, "eks:CreateCluster", ["*"], iam_policy.context_of(call))
+    other = {"operation": "CreateCluster", "params": {"name": "trn-prod", "tags": {"trainium.eks/cluster": "another"}}}
+    assert not iam_policy.allows(policy, "eks:CreateCluster", ["*"], iam_policy.context_of(other))
+    assert not iam_policy.allows(policy, "eks:CreateCluster", ["*"], iam_policy.context_of({"operation": "CreateCluster", "params": {}}))
