@@ -186,6 +186,8 @@ notes:
     C(iam:CreateOpenIDConnectProvider), C(iam:AddClientIDToOpenIDConnectProvider), C(iam:DeleteOpenIDConnectProvider), C(iam:TagOpenIDConnectProvider),
     and with O(admin_principal_arns) C(eks:ListAssociatedAccessPolicies), C(eks:ListAccessEntries), C(eks:DescribeAccessEntry),
     C(eks:CreateAccessEntry), C(eks:AssociateAccessPolicy), C(eks:DeleteAccessEntry).
+  - C(eks:CreateCluster) has no IAM resource type; the collection's policy (docs/iam) allows it only for a request
+    whose O(tags) hold C(trainium.eks/cluster) with the cluster's name, as the eks_cluster role's tags do.
   - When EKS refuses a subnet's zone at creation (C(UnsupportedAvailabilityZoneException)), it reads the subnets' zones
     with C(ec2:DescribeSubnets) and creates the cluster once more in the zones EKS named (at least two), with a warning.
   - The tag keys C(trainium.eks/admin-entries) and C(trainium.eks/control-plane-skipped-subnets) are the module's own;
