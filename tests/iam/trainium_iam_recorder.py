@@ -41,6 +41,8 @@ NAMED_PARAMETERS = (
     "OpenIDConnectProviderArn", "PolicyArn", "QuotaCode", "ResourceARN", "ResourceArn", "RoleName", "ServiceCode",
     "TagKeys", "Tags", "TargetKeyId", "clusterName", "logGroupName", "name", "nodegroupName", "principalArn",
     "repositoryName", "repositoryNames", "resourceArn",
+    # EKS's and ECR's request tags (aws:RequestTag/<key>, e.g. on eks:CreateCluster).
+    "tags",
 )
 
 _LOCAL = threading.local()
