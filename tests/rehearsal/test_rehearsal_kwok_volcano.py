@@ -214,7 +214,9 @@ def test_gang_job_larger_than_the_cluster_stays_pending(kube, jobs, wait_until):
         events = [e for e in kube.json("-n", NAMESPACE, "get", "events")["items"]
                   if e["involvedObject"].get("name") == group["metadata"]["name"] and e.get("reason") == "Unschedulable"]
         messages = {e["type"]: e["message"] for e in events}
-        return len(messages) == 2 and (group, events, messages)
+        # The scheduler records its events before it writes the PodGroup's
+        # status (seen in CI: both events there, status.phase still unset).
+        return len(messages) == 2 and group.get("status", {}).get("phase") and (group, events, messages)
 
     group, events, messages = wait_until(group_events, timeout=90, what=f"the PodGroup of {name} to say why it waits")
     # Observed with Volcano v1.15.1: the enqueue action keeps the PodGroup
