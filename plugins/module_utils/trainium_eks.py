@@ -752,13 +752,14 @@ def delete_oidc_provider(iam, arn):
     return True
 
 
-def oidc_provider_arns_of_cluster(iam, cluster_name, issuer_arn=None):
-    """OIDC providers to delete with a cluster: the issuer's one and any tagged with its name."""
+def oidc_provider_arns_of_cluster(iam, cluster_name):
+    """OIDC providers to delete with a cluster: those tagged with its name, its issuer's included.
+
+    A provider of the issuer without that tag was made by someone else (eksctl, by hand) and stays: the
+    teardown policy may delete only providers that carry the tag (docs/iam-policy.md).
+    """
     found = []
     for arn in list_oidc_providers(iam):
-        if arn == issuer_arn:
-            found.append(arn)
-            continue
         provider = get_oidc_provider(iam, arn) or {}
         tags = {t["Key"]: t["Value"] for t in provider.get("Tags", [])}
         if tags.get(OIDC_CLUSTER_TAG) == cluster_name:

@@ -22,7 +22,8 @@ description:
     A version downgrade or a jump of more than one minor version fails the same way.
   - With O(oidc_provider=true) it also keeps the IAM OpenID Connect provider of
     the cluster's issuer (client ID C(sts.amazonaws.com)), which IAM roles for
-    service accounts need, and deletes it with the cluster.
+    service accounts need, and deletes it with the cluster when it carries the tag
+    C(trainium.eks/cluster=<name>) (a provider of the issuer made by someone else stays).
   - With O(admin_principal_arns) it keeps an EKS access entry for each listed IAM
     principal with C(AmazonEKSClusterAdminPolicy) at cluster scope, and deletes the
     entries it created for principals no longer listed.
@@ -150,7 +151,8 @@ options:
   oidc_provider:
     description:
       - Create (and keep) the IAM OIDC provider for the cluster's issuer, and delete it with the cluster.
-      - The provider is tagged C(trainium.eks/cluster=<name>) so that O(state=absent) finds it after the cluster is gone.
+      - The provider is tagged C(trainium.eks/cluster=<name>) so that O(state=absent) finds it after the cluster is gone;
+        O(state=absent) deletes only providers with that tag (the teardown policy allows no other).
       - V(false) leaves OIDC providers alone.
     type: bool
     default: true
@@ -572,8 +574,7 @@ def absent(module, client, iam):
     cluster, before = _look_up(client, name)
     updates = []
     if params["oidc_provider"]:
-        issuer_arn = eks.oidc_provider_arn_for(cluster.get("arn"), eks.oidc_issuer(cluster)) if cluster else None
-        for arn in eks.oidc_provider_arns_of_cluster(iam, name, issuer_arn):
+        for arn in eks.oidc_provider_arns_of_cluster(iam, name):
             updates.append("delete_oidc_provider")
             if not module.check_mode:
                 eks.delete_oidc_provider(iam, arn)

@@ -80,9 +80,13 @@ OPERATORS = ("StringEquals", "StringLike", "ArnEquals", "ArnLike", "Bool",
              "ForAnyValue:StringEquals", "ForAnyValue:StringLike", "ForAllValues:StringEquals", "ForAllValues:StringLike")
 # Condition keys a recorded request carries, from its parameters (and aws:RequestTag/<key> from its Tags) ...
 REQUEST_CONDITION_KEYS = {"iam:PolicyARN": "PolicyArn", "iam:AWSServiceName": "AWSServiceName"}
+# ... (aws:RequestedRegion: the region the recorder saw the client use; ec2:CreateAction: the create whose
+# TagSpecifications AWS authorizes as ec2:CreateTags, see EC2_RESOURCES) ...
+REQUEST_SET_KEYS = ("aws:RequestedRegion", "ec2:CreateAction")
 REQUEST_TAG = "aws:RequestTag/"
 # ... keys of the resource it acts on, known from what the record saw of the resource (_State) ...
 RESOURCE_TAG = "aws:ResourceTag/"
+EC2_RESOURCE_TAG = "ec2:ResourceTag/"
 RESOURCE_CONDITION_KEYS = {
     "kms:ResourceAliases": "the aliases of the KMS key: CreateKey, CreateAlias, ListAliases and DescribeKey by alias in the record",
 }
@@ -100,6 +104,59 @@ NEW_RESOURCE_ID = "(new)"
 # FSx: "additional authorization on the fsx:TagResource action"), on the new resource, with the request's tags.
 TAG_ON_CREATE = {"kms:CreateKey": "kms:TagResource", "fsx:CreateFileSystem": "fsx:TagResource",
                  "fsx:CreateFileSystemFromBackup": "fsx:TagResource"}
+# EC2 writes: the resources IAM authorizes for each (Service Authorization Reference, Amazon EC2, "Actions defined by
+# Amazon EC2": the action's resource types, those the collection's requests name), as (the type of the resource a
+# create makes, or None; the request parameters that name the others). A create that carries TagSpecifications is
+# authorized as ec2:CreateTags too, on the new resource, with ec2:CreateAction (EC2 User Guide, "Grant permission to
+# tag Amazon EC2 resources during creation"). An EC2 action missing here names no resource: Describe* only
+# (tests/unit/tools/test_iam_policy_files.py checks that every other EC2 action of the policies is here).
+EC2_RESOURCES = {
+    "AllocateAddress": ("elastic-ip", ()),
+    "AssociateRouteTable": (None, ("RouteTableId", "SubnetId")),
+    "AttachInternetGateway": (None, ("InternetGatewayId", "VpcId")),
+    "AuthorizeSecurityGroupEgress": (None, ("GroupId",)),
+    "AuthorizeSecurityGroupIngress": (None, ("GroupId",)),
+    "CreateInternetGateway": ("internet-gateway", ()),
+    "CreateLaunchTemplate": ("launch-template", ()),
+    "CreateLaunchTemplateVersion": (None, ("LaunchTemplateId", "LaunchTemplateName")),
+    "CreateNatGateway": ("natgateway", ("SubnetId", "AllocationId")),
+    "CreatePlacementGroup": ("placement-group", ()),
+    "CreateRoute": (None, ("RouteTableId",)),
+    "CreateRouteTable": ("route-table", ("VpcId",)),
+    "CreateSecurityGroup": ("security-group", ("VpcId",)),
+    "CreateSubnet": ("subnet", ("VpcId",)),
+    "CreateTags": (None, ("Resources",)),
+    "CreateVpc": ("vpc", ()),
+    "DeleteInternetGateway": (None, ("InternetGatewayId",)),
+    "DeleteLaunchTemplate": (None, ("LaunchTemplateId", "LaunchTemplateName")),
+    "DeleteNatGateway": (None, ("NatGatewayId",)),
+    "DeletePlacementGroup": (None, ("GroupName",)),
+    "DeleteRoute": (None, ("RouteTableId",)),
+    "DeleteRouteTable": (None, ("RouteTableId",)),
+    "DeleteSecurityGroup": (None, ("GroupId",)),
+    "DeleteSubnet": (None, ("SubnetId",)),
+    "DeleteTags": (None, ("Resources",)),
+    "DeleteVpc": (None, ("VpcId",)),
+    "DescribeVpcAttribute": (None, ("VpcId",)),
+    "DetachInternetGateway": (None, ("InternetGatewayId", "VpcId")),
+    "DisassociateRouteTable": (None, ("AssociationId",)),
+    "ModifyLaunchTemplate": (None, ("LaunchTemplateId", "LaunchTemplateName")),
+    "ModifySubnetAttribute": (None, ("SubnetId",)),
+    "ModifyVpcAttribute": (None, ("VpcId",)),
+    "ReleaseAddress": (None, ("AllocationId",)),
+    "ReplaceRoute": (None, ("RouteTableId",)),
+    "RevokeSecurityGroupEgress": (None, ("GroupId",)),
+    "RevokeSecurityGroupIngress": (None, ("GroupId",)),
+    "UpdateSecurityGroupRuleDescriptionsEgress": (None, ("GroupId",)),
+    "UpdateSecurityGroupRuleDescriptionsIngress": (None, ("GroupId",)),
+}
+# The resource type of an EC2 ID parameter, and of an ID by its prefix (CreateTags' Resources).
+EC2_PARAMETER_TYPES = {"AllocationId": "elastic-ip", "GroupId": "security-group", "InternetGatewayId": "internet-gateway",
+                       "LaunchTemplateId": "launch-template", "NatGatewayId": "natgateway", "RouteTableId": "route-table",
+                       "SubnetId": "subnet", "VpcId": "vpc"}
+EC2_ID_RE = re.compile(r"(?P<prefix>vpc|subnet|sg|rtb|igw|nat|eipalloc|lt)-[0-9a-f]{8,17}")
+EC2_ID_PREFIXES = {"vpc": "vpc", "subnet": "subnet", "sg": "security-group", "rtb": "route-table", "igw": "internet-gateway",
+                   "nat": "natgateway", "eipalloc": "elastic-ip", "lt": "launch-template"}
 # IAM actions that are no API operation of their service's model.
 NON_API_ACTIONS = {"iam:PassRole"}
 # IAM service prefixes of the botocore services the collection uses (signing names).
@@ -299,9 +356,9 @@ def _matches(pattern, value, case_sensitive=True):
 
 def key_kind(key):
     """"request", "resource" or "aws" (see the module's docstring); None for a key the checks do not know."""
-    if key in REQUEST_CONDITION_KEYS or key.startswith(REQUEST_TAG):
+    if key in REQUEST_CONDITION_KEYS or key in REQUEST_SET_KEYS or key.startswith(REQUEST_TAG):
         return "request"
-    if key in RESOURCE_CONDITION_KEYS or key.startswith(RESOURCE_TAG):
+    if key in RESOURCE_CONDITION_KEYS or key.startswith((RESOURCE_TAG, EC2_RESOURCE_TAG)):
         return "resource"
     if key in AWS_SET_CONDITION_KEYS:
         return "aws"
@@ -431,6 +488,13 @@ class _State:
     the KeyId of a DescribeKey answered with the key, was there before.
     FSx file systems and backups: their tags (aws:ResourceTag/<key>), from the
     CreateFileSystem and Describe* answers, changed by TagResource/UntagResource.
+    IAM OIDC providers: their tags, from CreateOpenIDConnectProvider (with the
+    request's tags) and GetOpenIDConnectProvider.
+    EC2 resources: their tags (ec2:ResourceTag/<key>, aws:ResourceTag/<key>),
+    from the answers of creates (with the request's TagSpecifications, which
+    AWS applies in the create) and of Describe* and DescribeTags, changed by
+    CreateTags/DeleteTags; launch templates by name, and route table
+    associations (their route table and subnet).
     What the record never shows (a resource made before it began and never
     read in it) is AWS_ONLY.
     """
@@ -440,6 +504,16 @@ class _State:
         self.aliases = {}  # KMS key ID: {alias: step from which it counts}
         self.alias_keys = {}  # alias name: KMS key ID
         self.tags = {}  # FSx file system or backup ID: {key: value}
+        self.ec2 = {}  # EC2 "type/ID" (placement groups: "placement-group/NAME"): {key: value}
+        self.launch_templates = {}  # launch template name: ID
+        self.associations = {}  # route table association ID: [route table ID, subnet ID]
+        self.oidc = {}  # IAM OIDC provider ARN: {key: value}
+
+    @staticmethod
+    def ec2_key(resource_id):
+        """"type/ID" of an EC2 resource ID (EC2_ID_RE); anything else is a placement group's name."""
+        match = EC2_ID_RE.fullmatch(str(resource_id))
+        return f"{EC2_ID_PREFIXES[match['prefix']]}/{resource_id}" if match else f"placement-group/{resource_id}"
 
     def key_id(self, value):
         """The key ID that a KeyId-like parameter names (ID, key ARN, alias name or alias ARN), when the record tells."""
@@ -472,6 +546,17 @@ class _State:
             if resource_id not in self.tags:
                 return {AWS_ONLY: True}
             return {RESOURCE_TAG + key: value for key, value in self.tags[resource_id].items()}
+        if ":iam::" in arn and ":oidc-provider/" in arn:
+            if arn not in self.oidc:
+                return {AWS_ONLY: True}
+            return {RESOURCE_TAG + key: value for key, value in self.oidc[arn].items()}
+        if ":ec2:" in arn and "/" in arn:
+            tail = arn.split(":", 5)[5]
+            if tail.endswith("/" + NEW_RESOURCE_ID):
+                return {}
+            if tail not in self.ec2:
+                return {AWS_ONLY: True}
+            return {prefix + key: value for key, value in self.ec2[tail].items() for prefix in (EC2_RESOURCE_TAG, RESOURCE_TAG)}
         return {}
 
     def sent(self, entry):
@@ -486,6 +571,14 @@ class _State:
             elif tags is not None:
                 for key in params.get("TagKeys") or []:
                     tags.pop(key, None)
+        elif service == "ec2" and operation in ("CreateTags", "DeleteTags"):
+            for resource_id in params.get("Resources") or []:
+                tags = self.ec2.setdefault(self.ec2_key(resource_id), {}) if operation == "CreateTags" else self.ec2.get(self.ec2_key(resource_id))
+                if operation == "CreateTags":
+                    tags.update(_tags_of(params.get("Tags")))
+                elif tags is not None:
+                    for key in _tags_of(params.get("Tags")):
+                        tags.pop(key, None)
 
     def answered(self, entry):
         """What an answer (a ``response`` line of the recorder) shows."""
@@ -501,6 +594,57 @@ class _State:
         elif service == "fsx":
             for resource_id, tags in (facts.get("Tags") or {}).items():
                 self.tags[resource_id] = dict(tags)
+        elif service == "iam" and "OidcTags" in facts:
+            params = entry.get("params") or {}
+            arn = facts.get("Arn") or params.get("OpenIDConnectProviderArn")
+            if arn:
+                # CreateOpenIDConnectProvider's answer may leave out the tags the request gave it.
+                self.oidc[arn] = {**_tags_of(params.get("Tags")), **_tags_of(facts["OidcTags"])}
+        elif service == "ec2":
+            params = entry.get("params") or {}
+            created = EC2_RESOURCES.get(operation, (None, ()))[0]
+            for resource_id, tags in (facts.get("Tags") or {}).items():
+                key = self.ec2_key(resource_id)
+                # A create's answer may leave out the tags the request gave it; AWS applied them.
+                self.ec2[key] = {**(_spec_tags(params, created) if created else {}), **_tags_of(tags)}
+            for resource_id, tags in (facts.get("TagsSeen") or {}).items():
+                self.ec2.setdefault(self.ec2_key(resource_id), {}).update(_tags_of(tags))
+            self.launch_templates.update(facts.get("LaunchTemplates") or {})
+            for association, parts in (facts.get("Associations") or {}).items():
+                self.associations[association] = parts or [params.get("RouteTableId"), params.get("SubnetId")]
+
+
+def _spec_tags(params, resource_type=None):
+    """The tags of an EC2 request's TagSpecifications (those of ``resource_type`` only, when given)."""
+    tags = {}
+    for spec in params.get("TagSpecifications") or []:
+        if resource_type is None or spec.get("ResourceType") == resource_type:
+            tags.update(_tags_of(spec.get("Tags")))
+    return tags
+
+
+def _ec2_resources(call, arn, state):
+    """The ARNs an EC2 write names (EC2_RESOURCES); a create's new resource is ``TYPE/(new)``."""
+    params = call["params"]
+    created, names = EC2_RESOURCES.get(call["operation"], (None, ()))
+    found = [arn(f"{created}/{NEW_RESOURCE_ID}")] if created else []
+    for name in names:
+        value = params.get(name)
+        if not value:
+            continue
+        if name == "Resources":
+            found += [arn(state.ec2_key(resource_id)) for resource_id in value]
+        elif name == "LaunchTemplateName":
+            # A name the record never resolved stays a name: AWS_ONLY.
+            found.append(arn(f"launch-template/{state.launch_templates.get(value, value)}"))
+        elif name == "GroupName":
+            found.append(arn(f"placement-group/{value}"))
+        elif name == "AssociationId":
+            route_table, subnet = state.associations.get(value) or [f"(association {value})", None]
+            found += [arn(f"route-table/{route_table}")] + ([arn(f"subnet/{subnet}")] if subnet else [])
+        else:
+            found.append(arn(f"{EC2_PARAMETER_TYPES[name]}/{value}"))
+    return found
 
 
 def _eks_resources(call, arn):
@@ -554,6 +698,8 @@ def resources_of(call, account, region, state=None):
             found.append(arn(f"file-system/{NEW_RESOURCE_ID}"))
         found += [arn(f"file-system/{params['FileSystemId']}")] if "FileSystemId" in params else []
         found += [arn(f"backup/{params['BackupId']}")] if "BackupId" in params else []
+    elif service == "ec2":
+        found += _ec2_resources(call, arn, state)
     elif service == "servicequotas" and "QuotaCode" in params:
         found.append(arn(f"{params['ServiceCode']}/{params['QuotaCode']}"))
     return found
@@ -561,10 +707,14 @@ def resources_of(call, account, region, state=None):
 
 def context_of(call):
     """The request's condition keys: REQUEST_CONDITION_KEYS from its parameters, aws:RequestTag/<key> from its Tags
-    (``tags`` in the EKS and ECR APIs)."""
+    (``tags`` in the EKS and ECR APIs, TagSpecifications in EC2's creates) and aws:RequestedRegion from the region
+    the recorder saw (none for a record made before it recorded regions)."""
     params = call["params"]
     context = {key: params[param] for key, param in REQUEST_CONDITION_KEYS.items() if param in params}
-    context.update({REQUEST_TAG + key: value for key, value in _tags_of(params.get("Tags") or params.get("tags")).items()})
+    tags = _spec_tags(params) if call.get("signing_name") == "ec2" and "TagSpecifications" in params else _tags_of(params.get("Tags") or params.get("tags"))
+    context.update({REQUEST_TAG + key: value for key, value in tags.items()})
+    if call.get("region"):
+        context["aws:RequestedRegion"] = call["region"]
     return context
 
 
@@ -600,6 +750,11 @@ def read_record(path, account, region):
                        else f"arn:aws:{service}:{region}:{account}:file-system/{NEW_RESOURCE_ID}")
                 calls.append({**call, "action": TAG_ON_CREATE[call["action"]], "resources": [new],
                               "resource_context": {new: state.context(new)}, "implied_by": call["action"]})
+            created = EC2_RESOURCES.get(entry["operation"], (None, ()))[0] if entry["signing_name"] == "ec2" else None
+            if created and entry["params"].get("TagSpecifications"):
+                new = f"arn:aws:ec2:{region}:{account}:{created}/{NEW_RESOURCE_ID}"
+                calls.append({**call, "action": "ec2:CreateTags", "resources": [new], "resource_context": {new: {}},
+                              "context": {**call["context"], "ec2:CreateAction": entry["operation"]}, "implied_by": call["action"]})
             state.sent(entry)
     return calls
 

@@ -20,7 +20,7 @@ name an IAM resource or carry a condition key (``NAMED_PARAMETERS``), so that
 the test can check the policies' resource scoping too. And one ``response``
 line per successful answer that shows what conditions on a resource read
 (``answer_facts``: the aliases of KMS keys, the tags of FSx file systems and
-backups). Nothing is recorded without ``TRAINIUM_IAM_RECORD``; nothing is
+backups, of EC2 resources and of IAM OIDC providers). Nothing is recorded without ``TRAINIUM_IAM_RECORD``; nothing is
 ever changed in a request or an answer.
 
 botocore marks its plugin hook (``botocore/plugin.py``) private and may
@@ -43,6 +43,18 @@ NAMED_PARAMETERS = (
     "repositoryName", "repositoryNames", "resourceArn",
     # EKS's and ECR's request tags (aws:RequestTag/<key>, e.g. on eks:CreateCluster).
     "tags",
+    # EC2: the resources a request acts on (tests/iam/iam_policy.py EC2_RESOURCES) and the tags of a create.
+    "AllocationId", "AssociationId", "GroupId", "GroupName", "InternetGatewayId", "LaunchTemplateId", "LaunchTemplateName",
+    "NatGatewayId", "Resources", "RouteTableId", "SubnetId", "TagSpecifications", "VpcId",
+)
+# EC2 answers that show resources and their tags: (the list or object key, the ID key); see answer_facts.
+EC2_ANSWER_KEYS = (
+    ("Vpc", "VpcId"), ("Vpcs", "VpcId"), ("Subnet", "SubnetId"), ("Subnets", "SubnetId"),
+    ("SecurityGroups", "GroupId"), ("RouteTable", "RouteTableId"), ("RouteTables", "RouteTableId"),
+    ("InternetGateway", "InternetGatewayId"), ("InternetGateways", "InternetGatewayId"),
+    ("NatGateway", "NatGatewayId"), ("NatGateways", "NatGatewayId"), ("Addresses", "AllocationId"),
+    ("LaunchTemplate", "LaunchTemplateId"), ("LaunchTemplates", "LaunchTemplateId"),
+    ("PlacementGroup", "GroupName"), ("PlacementGroups", "GroupName"),
 )
 
 _LOCAL = threading.local()
@@ -66,6 +78,8 @@ def _record(client):
             "params": getattr(_LOCAL, "params", {}),
             "method": request.method,
             "pid": os.getpid(),
+            # aws:RequestedRegion
+            "region": client.meta.region_name,
         }
         with open(path, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(line, sort_keys=True, default=str) + "\n")
@@ -83,6 +97,11 @@ def answer_facts(service, operation, parsed):
         return {"KeyId": (parsed.get("KeyMetadata") or {}).get("KeyId")}
     if service == "kms" and operation == "ListAliases":
         return {"Aliases": [[alias["AliasName"], alias["TargetKeyId"]] for alias in parsed.get("Aliases") or [] if alias.get("TargetKeyId")]}
+    if service == "ec2":
+        return _ec2_facts(operation, parsed)
+    if service == "iam" and operation in ("CreateOpenIDConnectProvider", "GetOpenIDConnectProvider"):
+        # Create answers with the ARN (and the tags); Get with the tags, the ARN is the request's (the line's params).
+        return {"OidcTags": _tags(parsed), "Arn": parsed.get("OpenIDConnectProviderArn")}
     if service == "fsx" and operation in ("CreateFileSystem", "CreateFileSystemFromBackup"):
         found = [parsed.get("FileSystem") or {}]
     elif service == "fsx" and operation == "DescribeFileSystems":
@@ -92,6 +111,34 @@ def answer_facts(service, operation, parsed):
     else:
         return None
     return {"Tags": {fs["FileSystemId"]: _tags(fs) for fs in found if fs.get("FileSystemId")}}
+
+
+def _ec2_facts(operation, parsed):
+    """EC2: {"Tags": {resource ID: tags}} of the resources an answer shows (EC2_ANSWER_KEYS; a create's answer too: the
+    ID AWS chose), {"LaunchTemplates": {name: ID}}, {"Associations": {association ID: [route table ID, subnet ID]}},
+    and {"TagsSeen": {resource ID: tags}} from DescribeTags (only the tags its filters asked for); None: nothing."""
+    facts = {"Tags": {}, "LaunchTemplates": {}, "Associations": {}, "TagsSeen": {}}
+    for key, id_key in EC2_ANSWER_KEYS:
+        found = parsed.get(key)
+        for item in found if isinstance(found, list) else [found] if isinstance(found, dict) else []:
+            if item.get(id_key):
+                facts["Tags"][item[id_key]] = _tags(item)
+            if key.startswith("LaunchTemplate") and item.get("LaunchTemplateName") and item.get("LaunchTemplateId"):
+                facts["LaunchTemplates"][item["LaunchTemplateName"]] = item["LaunchTemplateId"]
+            for association in item.get("Associations") or [] if key.startswith("RouteTable") else []:
+                if association.get("RouteTableAssociationId") and association.get("SubnetId"):
+                    facts["Associations"][association["RouteTableAssociationId"]] = [item[id_key], association["SubnetId"]]
+    # CreateSecurityGroup and AllocateAddress answer with the ID alone (and the tags of the request, if any).
+    for id_key in ("GroupId", "AllocationId"):
+        if isinstance(parsed.get(id_key), str):
+            facts["Tags"][parsed[id_key]] = _tags(parsed)
+    # AssociateRouteTable: the association's route table and subnet are the request's (the line carries its params).
+    if operation == "AssociateRouteTable" and isinstance(parsed.get("AssociationId"), str):
+        facts["Associations"][parsed["AssociationId"]] = []
+    for tag in parsed.get("Tags") or [] if operation == "DescribeTags" else []:
+        facts["TagsSeen"].setdefault(tag.get("ResourceId"), {})[tag.get("Key")] = tag.get("Value")
+    facts = {key: value for key, value in facts.items() if value}
+    return facts or None
 
 
 def _record_answer(http_response, parsed, model=None, **_kwargs):

@@ -11,6 +11,7 @@ the paths the rehearsal does not take too - is allowed by one of them.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import pathlib
@@ -34,7 +35,8 @@ def test_every_file_of_docs_iam_belongs_to_a_stage_and_every_stage_has_one():
     assert all(iam_policy.stage_of(name) for name in names), names
     assert all(iam_policy.policy_paths(stage) for stage in iam_policy.STAGES)
     assert [path.name for path in iam_policy.policy_paths("infrastructure")] == [
-        "trainium-eks-infrastructure-cluster.json", "trainium-eks-infrastructure-resources.json"]
+        "trainium-eks-infrastructure-cluster.json", "trainium-eks-infrastructure-network.json",
+        "trainium-eks-infrastructure-resources.json"]
 
 
 @pytest.mark.parametrize("path", FILES, ids=[path.name for path in FILES])
@@ -299,3 +301,134 @@ def test_create_cluster_is_allowed_on_any_resource_and_only_with_the_deployment_
     other = {"operation": "CreateCluster", "params": {"name": "trn-prod", "tags": {"trainium.eks/cluster": "another"}}}
     assert not iam_policy.allows(policy, "eks:CreateCluster", ["*"], iam_policy.context_of(other))
     assert not iam_policy.allows(policy, "eks:CreateCluster", ["*"], iam_policy.context_of({"operation": "CreateCluster", "params": {}}))
+
+
+def _ec2(operation, params=None, response=None, region="eu-north-1"):
+    line = {"signing_name": "ec2", "endpoint_prefix": "ec2", "operation": operation, "params": params or {}, "region": region}
+    return {**line, "response": response} if response is not None else line
+
+
+def _spec(resource_type, *tags):
+    return [{"ResourceType": resource_type, "Tags": list(tags)}]
+
+
+def test_ec2_creates_need_the_deployment_tag_and_changes_a_resource_that_has_it(tmp_path):
+    """The review's high finding on EC2 writes on "*": creates carry the tag, changes and deletes need it on the
+    resource, CreateTags goes only with a create (or on a tagged resource), and reads stay in the region."""
+    other = {"Key": "trainium.eks/cluster", "Value": "someone-else"}
+    record = tmp_path / "record.jsonl"
+    lines = [
+        {"play": "Infrastructure - network"}, {"task": "VPC"},
+        _ec2("DescribeVpcs", response={"Tags": {"vpc-0aaa0000": {"trainium.eks/cluster": "someone-else"}}}),
+        _ec2("CreateVpc", {"TagSpecifications": _spec("vpc", CLUSTER_TAG)}),
+        # moto's answer leaves the tags out; AWS applied those of the request
+        _ec2("CreateVpc", {"TagSpecifications": _spec("vpc", CLUSTER_TAG)}, response={"Tags": {"vpc-0bbb1111": {}}}),
+        _ec2("CreateVpc", {"TagSpecifications": _spec("vpc", other)}),  # another deployment's tag
+        _ec2("ModifyVpcAttribute", {"VpcId": "vpc-0bbb1111"}),
+        _ec2("ModifyVpcAttribute", {"VpcId": "vpc-0aaa0000"}),  # not ours
+        # in the user's VPC (no tag of ours): a security group may be made, the VPC not changed
+        _ec2("CreateSecurityGroup", {"VpcId": "vpc-0aaa0000", "GroupName": "trn-prod-nodes",
+                                     "TagSpecifications": _spec("security-group", CLUSTER_TAG)}),
+        _ec2("CreateSecurityGroup", {"VpcId": "vpc-0aaa0000", "GroupName": "trn-prod-nodes"},
+             response={"Tags": {"sg-0ccc2222": {"trainium.eks/cluster": "trn-prod"}}}),
+        _ec2("AuthorizeSecurityGroupIngress", {"GroupId": "sg-0ccc2222"}),
+        _ec2("CreateTags", {"Resources": ["vpc-0aaa0000"], "Tags": [CLUSTER_TAG]}),  # claiming the user's VPC
+        _ec2("CreateTags", {"Resources": ["sg-0ccc2222"], "Tags": [{"Key": "team", "Value": "a"}]}),
+        _ec2("DescribeSubnets", region="us-east-1"),  # another region
+        {"task": "Route tables"},
+        _ec2("CreateRouteTable", {"VpcId": "vpc-0bbb1111", "TagSpecifications": _spec("route-table", CLUSTER_TAG)}),
+        _ec2("CreateRouteTable", {"VpcId": "vpc-0bbb1111", "TagSpecifications": _spec("route-table", CLUSTER_TAG)},
+             response={"Tags": {"rtb-0ddd3333": {}}}),
+        _ec2("AssociateRouteTable", {"RouteTableId": "rtb-0ddd3333", "SubnetId": "subnet-0eee4444"}),  # AWS checks the subnet
+        _ec2("AssociateRouteTable", {"RouteTableId": "rtb-0ddd3333", "SubnetId": "subnet-0eee4444"},
+             response={"Associations": {"rtbassoc-0fff5555": []}}),
+        {"play": "Teardown - all"}, {"task": "network"},
+        _ec2("DescribeSubnets", response={"Tags": {"subnet-0eee4444": {"trainium.eks/cluster": "trn-prod"}}}),
+        _ec2("DisassociateRouteTable", {"AssociationId": "rtbassoc-0fff5555"}),
+        _ec2("DeleteSecurityGroup", {"GroupId": "sg-0ccc2222"}),
+        _ec2("DescribeVpcs", response={"Tags": {"vpc-0aaa0000": {"trainium.eks/cluster": "someone-else"}}}),
+        _ec2("DeleteVpc", {"VpcId": "vpc-0aaa0000"}),  # not ours
+        _ec2("DeleteLaunchTemplate", {"LaunchTemplateName": "trn-prod-pool"}),  # never seen: AWS checks its tag
+    ]
+    record.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    calls = iam_policy.read_record(record, "111122223333", "eu-north-1")
+    assert [(call["action"], call["context"]["ec2:CreateAction"]) for call in calls if call["implied_by"]] == [
+        ("ec2:CreateTags", "CreateVpc"), ("ec2:CreateTags", "CreateVpc"), ("ec2:CreateTags", "CreateSecurityGroup"),
+        ("ec2:CreateTags", "CreateRouteTable")]
+    assert [call["resources"] for call in calls if call["action"] == "ec2:DisassociateRouteTable"] == [
+        ["arn:aws:ec2:eu-north-1:111122223333:route-table/rtb-0ddd3333", "arn:aws:ec2:eu-north-1:111122223333:subnet/subnet-0eee4444"]]
+    problems, report = iam_policy.problems_of_record(record, VALUES)
+    assert sorted(p.split(" in play")[0] + (" " + p.split(" on ")[1].split(" ")[0] if " on " in p else "") for p in problems) == [
+        "ec2:CreateTags arn:aws:ec2:eu-north-1:111122223333:vpc/vpc-0aaa0000",
+        "ec2:CreateVpc arn:aws:ec2:eu-north-1:111122223333:vpc/(new)",
+        "ec2:DeleteVpc arn:aws:ec2:eu-north-1:111122223333:vpc/vpc-0aaa0000",
+        "ec2:DescribeSubnets",
+        "ec2:ModifyVpcAttribute arn:aws:ec2:eu-north-1:111122223333:vpc/vpc-0aaa0000",
+    ], problems
+    assert any("ec2:DescribeSubnets" in p and "us-east-1" in p for p in problems)
+    assert len(report) == 2, report
+    assert any("ec2:DeleteLaunchTemplate" in line and "launch-template/trn-prod-pool" in line for line in report)
+    assert any("ec2:AssociateRouteTable" in line and "subnet/subnet-0eee4444" in line for line in report)
+
+
+@functools.lru_cache(maxsize=1)
+def _parliament_ec2():
+    database = json.loads((pathlib.Path(importlib.util.find_spec("parliament").origin).parent / "iam_definition.json").read_text())
+    return next(entry for entry in database if entry["prefix"] == "ec2")
+
+
+def _parliament_resource_types(action):
+    """{type: required} of an EC2 action in parliament's copy of the Service Authorization Reference."""
+    service = _parliament_ec2()
+    privilege = next(entry for entry in service["privileges"] if entry["privilege"] == action)
+    return {item["resource_type"].rstrip("*"): item["resource_type"].endswith("*") for item in privilege["resource_types"] if item["resource_type"]}
+
+
+def test_ec2_resources_of_each_write_are_the_types_aws_authorizes():
+    """Every EC2 action of the policies but the reads names its resources in EC2_RESOURCES, of types AWS authorizes
+    for it (parliament's copy of the Service Authorization Reference), the required ones all there."""
+    named = {"Resources": None, "LaunchTemplateName": "launch-template", "GroupName": "placement-group"}
+    for action in sorted({a for stage in iam_policy.STAGES for a in iam_policy.policy_actions(iam_policy.load_policy(stage))}):
+        prefix, operation = action.split(":", 1)
+        if prefix != "ec2" or operation.startswith("Describe") and operation != "DescribeVpcAttribute":
+            continue
+        assert operation in iam_policy.EC2_RESOURCES, f"{action}: add it to EC2_RESOURCES in tests/iam/iam_policy.py"
+        created, parameters = iam_policy.EC2_RESOURCES[operation]
+        types = {created} - {None}
+        for parameter in parameters:
+            if parameter == "AssociationId":
+                types |= {"route-table", "subnet"}
+            elif named.get(parameter, iam_policy.EC2_PARAMETER_TYPES.get(parameter)):
+                types.add(named.get(parameter) or iam_policy.EC2_PARAMETER_TYPES[parameter])
+        known = _parliament_resource_types(operation)
+        if "Resources" in parameters:
+            continue  # CreateTags / DeleteTags: any taggable type
+        assert types <= set(known), (action, types - set(known))
+        assert {t for t, required in known.items() if required} <= types, (action, known)
+
+
+def test_teardown_deletes_only_oidc_providers_tagged_with_the_cluster(tmp_path):
+    def iam(operation, params=None, response=None):
+        line = {"signing_name": "iam", "endpoint_prefix": "iam", "operation": operation, "params": params or {}}
+        return {**line, "response": response} if response is not None else line
+
+    ours = "arn:aws:iam::111122223333:oidc-provider/oidc.eks.eu-north-1.amazonaws.com/id/AAAA"
+    other = "arn:aws:iam::111122223333:oidc-provider/oidc.eks.eu-north-1.amazonaws.com/id/BBBB"
+    unseen = "arn:aws:iam::111122223333:oidc-provider/oidc.eks.eu-north-1.amazonaws.com/id/CCCC"
+    record = tmp_path / "record.jsonl"
+    lines = [
+        {"play": "Infrastructure - cluster"}, {"task": "cluster"},
+        iam("CreateOpenIDConnectProvider", {"Tags": [CLUSTER_TAG]}),
+        iam("CreateOpenIDConnectProvider", {"Tags": [CLUSTER_TAG]}, response={"OidcTags": {}, "Arn": ours}),
+        {"play": "Teardown - all"}, {"task": "cluster"},
+        iam("GetOpenIDConnectProvider", {"OpenIDConnectProviderArn": other},
+            response={"OidcTags": {"trainium.eks/cluster": "someone-else"}, "Arn": None}),
+        iam("DeleteOpenIDConnectProvider", {"OpenIDConnectProviderArn": ours}),
+        iam("DeleteOpenIDConnectProvider", {"OpenIDConnectProviderArn": other}),
+        iam("DeleteOpenIDConnectProvider", {"OpenIDConnectProviderArn": unseen}),  # AWS checks its tag
+    ]
+    record.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    problems, report = iam_policy.problems_of_record(record, VALUES)
+    assert [p.split(" in play")[0] + " " + p.split(" on ")[1].split(" ")[0] for p in problems] == [
+        f"iam:DeleteOpenIDConnectProvider {other}"], problems
+    assert len(report) == 1 and unseen in report[0], report

@@ -182,6 +182,9 @@ def test_bad_logging_type_is_refused_by_the_argument_spec(capsys, aws):
 def test_absent_deletes_provider_and_cluster(capsys, aws):
     aws["eks"].add_response("describe_cluster", {"cluster": cluster()}, {"name": "trn-rehearsal"})
     aws["iam"].add_response("list_open_id_connect_providers", {"OpenIDConnectProviderList": [{"Arn": OIDC_ARN}]}, {})
+    aws["iam"].add_response("get_open_id_connect_provider", {"Url": ISSUER, "ClientIDList": [], "ThumbprintList": [],
+                                                             "Tags": [{"Key": "trainium.eks/cluster", "Value": "trn-rehearsal"}]},
+                            {"OpenIDConnectProviderArn": OIDC_ARN})
     aws["iam"].add_response("delete_open_id_connect_provider", {}, {"OpenIDConnectProviderArn": OIDC_ARN})
     aws["eks"].add_response("delete_cluster", {"cluster": cluster(status="DELETING")}, {"name": "trn-rehearsal"})
     aws["eks"].add_response("describe_cluster", {"cluster": cluster(status="DELETING")}, {"name": "trn-rehearsal"})
@@ -189,6 +192,19 @@ def test_absent_deletes_provider_and_cluster(capsys, aws):
     assert result["changed"] is True
     assert result["updates"] == ["delete_oidc_provider", "delete"]
     assert result["exists"] is True and result["cluster"]["status"] == "DELETING"
+
+
+def test_absent_leaves_the_issuers_provider_made_by_someone_else(capsys, aws):
+    """The teardown policy deletes only OIDC providers tagged with the cluster: the issuer's own provider without the
+    tag (eksctl, by hand) stays."""
+    aws["eks"].add_response("describe_cluster", {"cluster": cluster()}, {"name": "trn-rehearsal"})
+    aws["iam"].add_response("list_open_id_connect_providers", {"OpenIDConnectProviderList": [{"Arn": OIDC_ARN}]}, {})
+    aws["iam"].add_response("get_open_id_connect_provider", {"Url": ISSUER, "ClientIDList": [], "ThumbprintList": [], "Tags": []},
+                            {"OpenIDConnectProviderArn": OIDC_ARN})
+    aws["eks"].add_response("delete_cluster", {"cluster": cluster(status="DELETING")}, {"name": "trn-rehearsal"})
+    aws["eks"].add_response("describe_cluster", {"cluster": cluster(status="DELETING")}, {"name": "trn-rehearsal"})
+    result = run(capsys, dict(CONNECTION, name="trn-rehearsal", state="absent"))
+    assert result["updates"] == ["delete"]
 
 
 def test_absent_when_only_a_tagged_provider_is_left(capsys, aws):
