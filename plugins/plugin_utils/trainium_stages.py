@@ -30,7 +30,10 @@ ENTRY_KEYS = {
     "checks": {"tag", "what"},
     "teardown": {"role", "what", "keep"},
 }
-STAGE_KEYS = {"name", "playbook", "play", "what", "survey", "roles", "steps", "background", "checks"}
+STAGE_KEYS = {"name", "playbook", "play", "what", "survey", "roles", "steps", "background", "checks", "iam"}
+DAY2_KEYS = {"name", "playbook", "survey", "required", "iam"}
+# The policy set every stage but the teardown runs under first (the preflight play starts each of their playbooks).
+PREFLIGHT_IAM = "preflight"
 
 
 class StagePlanError(ValueError):
@@ -71,6 +74,14 @@ def plan_problems(plan, roles_dir):
     entries = []
     for stage in plan["stages"]:
         problems.extend(f"{stage.get('name')}: unknown key {key!r}" for key in sorted(set(stage) - STAGE_KEYS))
+    for entry in plan.get("day2", []):
+        problems.extend(f"day2.{entry.get('name')}: unknown key {key!r}" for key in sorted(set(entry) - DAY2_KEYS))
+    for entry in plan["stages"] + plan.get("day2", []):
+        iam = entry.get("iam")
+        if not (isinstance(iam, list) and iam and all(isinstance(n, str) and n.isalpha() and n.islower() for n in iam)
+                and len(set(iam)) == len(iam)):
+            problems.append(f"{entry.get('name')}.iam: got {iam!r}; allowed: the policy sets of docs/iam its playbook runs "
+                            f"under, such as [preflight, infrastructure] (trainium-eks-<name>*.json), each once")
         entries += [(f"{stage.get('name')}.{kind}", kind, entry) for kind in ("roles", "steps", "background", "checks")
                     for entry in stage.get(kind, [])]
     entries += [(f"teardown.{name}", "teardown", entry) for name, section in plan.get("teardown", {}).items() for entry in section]
@@ -124,9 +135,19 @@ def teardown(plan, section):
     return list(plan.get("teardown", {}).get(section, []))
 
 
+def credential(iam):
+    """The AWS credential a job template runs under by default, named after its policy sets: those beyond
+    preflight (every stage but the teardown runs the preflight first), joined by "+"; preflight alone for the
+    preflight. Templates that need the same policies share it; the teardown's is its own."""
+    beyond = [name for name in iam if name != PREFLIGHT_IAM]
+    return "+".join(beyond) if beyond else PREFLIGHT_IAM
+
+
 def job_templates(plan):
-    """One AWX job template per stage and per day-2 playbook: name, playbook, survey, required."""
-    return [{"name": e["name"], "playbook": e["playbook"], "survey": list(e.get("survey", [])), "required": list(e.get("required", []))}
+    """One AWX job template per stage and per day-2 playbook: name, playbook, survey, required, the policy sets its
+    playbook runs under (iam) and the credential named after them."""
+    return [{"name": e["name"], "playbook": e["playbook"], "survey": list(e.get("survey", [])), "required": list(e.get("required", [])),
+             "iam": list(e["iam"]), "credential": credential(e["iam"])}
             for e in plan["stages"] + plan.get("day2", [])]
 
 

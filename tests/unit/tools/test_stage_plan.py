@@ -48,7 +48,8 @@ def _imports(tasks):
 
 def test_the_plan_loads_and_names_only_roles_of_the_collection(plan):
     assert ts.plan_problems(plan, ROOT / "roles") == []
-    bad = {"stages": [{"name": "x", "playbook": "p", "what": "w", "roles": [{"role": "nosuch", "what": "VPC", "subnets": None}]}]}
+    bad = {"stages": [{"name": "x", "playbook": "p", "what": "w", "iam": ["preflight"],
+                       "roles": [{"role": "nosuch", "what": "VPC", "subnets": None}]}]}
     assert ts.plan_problems(bad, ROOT / "roles") == [
         "x.roles: unknown key 'subnets' in {'role': 'nosuch', 'what': 'VPC', 'subnets': None}",
         "x.roles: role 'nosuch' is not a role of this collection (roles/)",
@@ -152,6 +153,49 @@ def test_the_validation_pass_the_teardown_and_awx_read_the_plan():
                               ("awx_setup.yml", "job_templates"), ("preflight.yml", "tags"), ("summary.yml", "tags"),
                               ("stages/platform.yml", "stage_roles")):
         assert f"query('trainium.eks.stage_plan', '{section}'" in (ROOT / "playbooks" / playbook).read_text()
+
+
+def test_each_job_template_names_the_policies_it_runs_under_and_its_credential(plan):
+    """The iam of every stage and day-2 playbook names policy files of docs/iam (trainium-eks-<name>*.json); the AWX
+    credential of its template is named after them, so that only templates that need the same policies share one."""
+    templates = ts.job_templates(plan)
+    for template in templates:
+        for name in template["iam"]:
+            assert list((ROOT / "docs" / "iam").glob(f"trainium-eks-{name}.json")) + list(
+                (ROOT / "docs" / "iam").glob(f"trainium-eks-{name}-*.json")), (template["name"], name)
+    by_name = {t["name"]: (t["iam"], t["credential"]) for t in templates}
+    assert by_name == {
+        "preflight": (["preflight"], "preflight"),
+        "infrastructure": (["preflight", "infrastructure"], "infrastructure"),
+        "platform": (["preflight", "infrastructure"], "infrastructure"),
+        "training": (["preflight", "training"], "training"),
+        "teardown": (["teardown"], "teardown"),
+        "status": (["preflight", "status"], "status"),
+        "scale": (["preflight", "infrastructure", "training"], "infrastructure+training"),
+    }
+    # Same policies, same credential; the teardown's is its own and no other template has its policy.
+    credentials = {t["credential"]: sorted(t["iam"]) for t in templates}
+    assert all(credentials[t["credential"]] == sorted(t["iam"]) for t in templates)
+    assert [t["name"] for t in templates if "teardown" in t["iam"] or t["credential"] == "teardown"] == ["teardown"]
+    # Every other stage's playbook starts with the preflight play.
+    assert all("preflight" in t["iam"] for t in templates if t["name"] != "teardown")
+
+
+def test_a_job_template_without_its_policies_is_refused():
+    plan = ts.load()  # a copy of its own: the module's fixture is shared
+    plan["day2"][0].pop("iam")
+    plan["stages"][1]["iam"] = ["preflight", "Infrastructure"]
+    plan["day2"][1]["iam"] = ["status", "status"]
+    plan["day2"][2]["polices"] = ["scale"]
+    assert ts.plan_problems(plan, ROOT / "roles") == [
+        "day2.scale: unknown key 'polices'",
+        "infrastructure.iam: got ['preflight', 'Infrastructure']; allowed: the policy sets of docs/iam its playbook runs under, "
+        "such as [preflight, infrastructure] (trainium-eks-<name>*.json), each once",
+        "teardown.iam: got None; allowed: the policy sets of docs/iam its playbook runs under, such as [preflight, infrastructure] "
+        "(trainium-eks-<name>*.json), each once",
+        "status.iam: got ['status', 'status']; allowed: the policy sets of docs/iam its playbook runs under, such as "
+        "[preflight, infrastructure] (trainium-eks-<name>*.json), each once",
+    ]
 
 
 def test_docs_stage_table_is_the_plan(plan):
