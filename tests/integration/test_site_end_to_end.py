@@ -65,6 +65,9 @@ TRN_NODES = ["trn1-0", "trn1-1"]
 SYSTEM_NODES = {"system-0", "system-1"}
 MANAGED = "app.kubernetes.io/managed-by=trainium.eks"
 UNHEALTHY = "trainium.eks/neuron-unhealthy"
+# The pods etcd admits (roles/etcd/vars/main.yml): those of the training and precompile Volcano Jobs.
+ETCD_CLIENTS = {"matchExpressions": [{"key": "trainium.eks/workload", "operator": "In", "values": ["training", "precompile"]},
+                                     {"key": "volcano.sh/job-name", "operator": "Exists"}]}
 DAEMONSETS = ("neuron-device-plugin", "efa-device-plugin", "neuron-monitor")
 VOLCANO_CRDS = ("jobs.batch.volcano.sh", "podgroups.scheduling.volcano.sh", "queues.scheduling.volcano.sh")
 CLUSTER = "trn-rehearsal"
@@ -121,6 +124,13 @@ def assert_platform_is_up(kube, aws, local_vars):
     assert statefulsets[0]["status"].get("readyReplicas") == statefulsets[0]["spec"]["replicas"]
     etcd_pods = kube.json("-n", namespace, "get", "pods", "-l", "app.kubernetes.io/name=etcd-server")["items"]
     assert etcd_pods and {p["spec"]["nodeName"] for p in etcd_pods} <= SYSTEM_NODES
+
+    # NetworkPolicies (issue 27): every pod of the job namespace denied all traffic, etcd admitting only the job's pods.
+    # Read back only: kwok's pods have no network, so nothing enforces them here.
+    policies = {p["metadata"]["name"]: p["spec"] for p in kube.json("-n", namespace, "get", "networkpolicies")["items"]}
+    assert policies["trainium-eks-default-deny"] == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}, policies
+    assert policies["etcd-server"]["ingress"] == [{"from": [{"podSelector": ETCD_CLIENTS}], "ports": [{"port": 2379, "protocol": "TCP"}]}]
+    assert "egress" not in policies["etcd-server"] and policies["etcd-server-clients"]["podSelector"] == ETCD_CLIENTS
 
     # FSx CSI: the controller on the system pool, fsx-claim Bound to the file system the infrastructure made.
     controllers = kube.json("-n", "kube-system", "get", "pods", "-l", "app.kubernetes.io/name=fsx-csi-controller")["items"]
@@ -459,6 +469,16 @@ def assert_training_ran(kube, rehearsal, local_vars, run):
         assert sorted(p["spec"]["nodeName"] for p in pods) == TRN_NODES, job_name
         line = pods[0]["spec"]["containers"][0]["command"][-1]
         assert "--rdzv_backend etcd --rdzv_endpoint etcd-server:2379" in line and f"--nnodes 2 --nproc_per_node {job['nproc_per_node']}" in line
+    # etcd's clients (the selector of its NetworkPolicy) are exactly the two jobs' pods: not the dataset's, not TensorBoard's.
+    clients = {p["metadata"]["name"] for p in kube.json(
+        "-n", namespace, "get", "pods", "-l", "trainium.eks/workload in (training,precompile),volcano.sh/job-name")["items"]}
+    job_pods = {p["metadata"]["name"] for p in kube.json(
+        "-n", namespace, "get", "pods", "-l", f"volcano.sh/job-name in ({name},{name}-precompile)")["items"]}
+    assert clients == job_pods and len(job_pods) == 4, (clients, job_pods)
+    for job_name in (f"{name}-precompile", name):  # and each job's pods reach each other (NetworkPolicy <job>-peers)
+        same_job = {"podSelector": {"matchLabels": {"volcano.sh/job-name": job_name}}}
+        peers = kube.json("-n", namespace, "get", "networkpolicy", f"{job_name}-peers")["spec"]
+        assert peers["ingress"] == [{"from": [same_job]}] and peers["egress"] == [{"to": [same_job]}], peers
     precompile = "\n".join(job_logs(kube, namespace, f"{name}-precompile").values())
     assert "Total failed compilations: 0" in precompile and "Total graphs:" in precompile
     assert sorted(p.name for p in (shared / "neuron_cache").iterdir()) == [f"{job['cacheset']}_0", f"{job['cacheset']}_1"]
