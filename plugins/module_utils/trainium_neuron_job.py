@@ -54,6 +54,16 @@ MAX_JOB_BYTES = 1024 * 1024
 REPLICA_ENV = "TRAINIUM_REPLICA"
 NEURON_DEVICES = {"trn1.2xlarge": 1, "trn1.32xlarge": 16, "trn1n.32xlarge": 16, "trn2.48xlarge": 16}
 EFA_INTERFACES = {"trn1.2xlarge": 0, "trn1.32xlarge": 8, "trn1n.32xlarge": 16, "trn2.48xlarge": 16}
+# vCPUs and memory (GiB) of each type (EC2 instance type specifications, accelerated computing: Trn1, Trn1n, Trn2).
+INSTANCE_SIZES = {"trn1.2xlarge": (8, 32), "trn1.32xlarge": (128, 512), "trn1n.32xlarge": (128, 512), "trn2.48xlarge": (192, 2048)}
+# What a worker pod leaves of its node for the kubelet and the daemonsets: 1/32 of the vCPUs (at least 1) and of the
+# memory (at least 4 GiB). On a trn1.32xlarge that is 4 vCPUs and 16 GiB, against about 0.4 vCPU and 3 GiB that the EKS
+# AMI reserves for the kubelet (kube-reserved: 6% of the first core, 1% of the second, 0.5% of the next two, 0.25% of the
+# rest; 11 MiB per pod plus 255 MiB; eviction at 100 MiB) and about 1 vCPU and 2 GiB the collection's daemonsets request.
+NODE_SHARE_DIVISOR = 32
+NODE_SHARE_MIN = (1, 4)
+_QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$")
+_CAPABILITY = re.compile(r"^[A-Z][A-Z_]*$")
 RDZV_BACKENDS = ("etcd", "etcd-v2", "c10d")
 DEFAULT_RDZV_ENDPOINT = "etcd-server:2379"
 C10D_PORT = 29500
@@ -75,11 +85,16 @@ ADDITIONS = (
     "trainium.eks/spec-hash on the Job",
     "spec.minAvailable = nnodes on the Job (the value Volcano's admission sets when it is missing)",
     "the pod label trainium.eks/workload (training or precompile); the labels option on the pods, over TorchX's own values",
-    "resources.requests equal to resources.limits (the API server copies the limits of extended resources into requests)",
+    "resources.requests equal to resources.limits (the API server copies the limits of extended resources into requests), "
+    "and cpu and memory in both (the options, else the instance type's less a share for the node: worker_resources): "
+    "Guaranteed QoS",
     "with options only: tolerations, extra nodeSelector entries, extra env, serviceAccountName, priorityClassName",
     "no service account token (automountServiceAccountToken: false: torchrun never calls the API), no Service "
     "environment variables (enableServiceLinks: false), the RuntimeDefault seccomp profile and "
-    "allowPrivilegeEscalation: false (the securityContext TorchX leaves empty)",
+    "allowPrivilegeEscalation: false, capabilities drop ALL (add: the add_capabilities option) and, with "
+    "read_only_root_filesystem (default), a read-only root filesystem with an emptyDir tmp at /tmp and the env HOME=/tmp "
+    "after TorchX's variables (the securityContext "
+    "TorchX leaves empty); with run_as_user, runAsUser/runAsGroup and runAsNonRoot on the pod",
     "the env TRAINIUM_JOB_GROUP and TRAINIUM_JOB_VERSION (the pod's scheduling.k8s.io/group-name and volcano.sh/job-version "
     "annotations) and --rdzv_id '<id>'-\"${TRAINIUM_JOB_GROUP:-0}\"-\"v${TRAINIUM_JOB_VERSION:-0}\": one rendezvous per Job "
     "object and per attempt. A Volcano restart (RestartJob) runs the job again under a new version, and a Job created "
@@ -91,7 +106,10 @@ ADDITIONS = (
 # What the pods get on top of TorchX's rendering (ADDITIONS): no API token, no Service links, seccomp, no escalation.
 POD_HARDENING = {"automountServiceAccountToken": False, "enableServiceLinks": False,
                  "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}}}
-CONTAINER_SECURITY = {"allowPrivilegeEscalation": False}
+CONTAINER_SECURITY = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+# The writable /tmp of a read-only root filesystem (torchrun, the Neuron compiler's work directory, Python's tempfile).
+TMP_VOLUME = {"emptyDir": {}, "name": "tmp"}
+TMP_MOUNT = {"mountPath": "/tmp", "name": "tmp"}
 # The env variable that carries the Volcano Job's version (one more per RestartJob) into the pod.
 JOB_VERSION_ENV = "TRAINIUM_JOB_VERSION"
 JOB_VERSION_ANNOTATION = "volcano.sh/job-version"
@@ -133,6 +151,26 @@ def efa_interfaces(params):
     return EFA_INTERFACES.get(params.get("instance_type"))
 
 
+def worker_resources(params):
+    """{cpu, memory} of one worker pod (limits = requests): the options, else the instance type's vCPUs and memory less
+    the node's share (NODE_SHARE_DIVISOR, NODE_SHARE_MIN); {} on a type the module does not know without both options."""
+    vcpus, gib = INSTANCE_SIZES.get(params.get("instance_type"), (None, None))
+    out = {}
+    if params.get("cpu"):
+        out["cpu"] = str(params["cpu"])
+    elif vcpus:
+        out["cpu"] = str(vcpus - max(NODE_SHARE_MIN[0], vcpus // NODE_SHARE_DIVISOR))
+    if params.get("memory"):
+        out["memory"] = str(params["memory"])
+    elif gib:
+        out["memory"] = f"{gib - max(NODE_SHARE_MIN[1], gib // NODE_SHARE_DIVISOR)}Gi"
+    return out
+
+
+def read_only_root(params):
+    return params.get("read_only_root_filesystem", True) is not False
+
+
 def logical_nc_config(params):
     """The LNC the job's pods run at, or None on a type that has only LNC 1 (trn1: nothing to set)."""
     itype = params.get("instance_type")
@@ -167,9 +205,13 @@ def problems(params):
         found.append(f"report_every: got {report}; allowed: more than 0 and at most 30 seconds")
     if params.get("state", "present") != "present":
         return found
-    if neuron_devices(params) is None or efa_interfaces(params) is None:
-        found.append(f"instance_type: got {params.get('instance_type')!r} without neuron_devices and efa_interfaces; allowed: "
-                     f"{', '.join(sorted(NEURON_DEVICES))}, or any type with both set")
+    sizes = worker_resources(params)
+    missing = [option for option, known in (("neuron_devices", neuron_devices(params) is not None),
+                                            ("efa_interfaces", efa_interfaces(params) is not None),
+                                            ("cpu", "cpu" in sizes), ("memory", "memory" in sizes)) if not known]
+    if missing:
+        found.append(f"instance_type: got {params.get('instance_type')!r} without {', '.join(missing)}; allowed: "
+                     f"{', '.join(sorted(NEURON_DEVICES))}, or any type with these options set")
     lnc = params.get("logical_nc_config")
     if lnc is not None and int(lnc) not in lnc_choices(params.get("instance_type")):
         found.append(f"logical_nc_config: got {lnc} for {params.get('instance_type')}; allowed: "
@@ -178,6 +220,15 @@ def problems(params):
         found.append(f"max_retry: got {params['max_retry']}; allowed: 0 or more")
     if params.get("mode") == "precompile" and not params.get("steps_this_run"):
         found.append("steps_this_run: not set with mode precompile; allowed: the number of steps the precompile run traces")
+    for option in ("cpu", "memory"):
+        value = params.get(option)
+        if value and not _QUANTITY.match(str(value)):
+            found.append(f"{option}: got {value!r}; allowed: a Kubernetes quantity such as {'124 or 500m' if option == 'cpu' else '496Gi'}")
+    if params.get("run_as_user") is not None and int(params["run_as_user"]) < 1:
+        found.append(f"run_as_user: got {params['run_as_user']}; allowed: a user id of 1 or more (not root), or unset "
+                     "for the image's user")
+    found.extend(f"add_capabilities: got {cap!r}; allowed: a Linux capability name without CAP_, such as IPC_LOCK"
+                 for cap in params.get("add_capabilities") or [] if not _CAPABILITY.match(str(cap)) or str(cap).startswith("CAP_"))
     if params.get("env"):
         found.extend(f"env: {key!r} is not a valid variable name" for key in params["env"] if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", str(key)))
     return found
@@ -237,6 +288,9 @@ def environment(params, replica):
         pairs.append(("XLA_DOWNCAST_BF16", "1"))
     if replica == 0:
         pairs.append(("TORCHX_RANK0_HOST", "localhost"))
+    if read_only_root(params):
+        # The image's home (/root) is read-only: what writes under ~ (caches, torch's and pip's) writes to /tmp.
+        pairs.append(("HOME", "/tmp"))
     env = dict(pairs)
     for key, value in (params.get("env") or {}).items():
         env[str(key)] = str(value)
@@ -259,6 +313,12 @@ def pod_template(params, name, replica, rdzv_id):
     limits = {NEURON: str(neuron_devices(params))}
     if efa_interfaces(params):
         limits[EFA] = str(efa_interfaces(params))
+    limits.update(worker_resources(params))
+    security = copy.deepcopy(CONTAINER_SECURITY)
+    if params.get("add_capabilities"):
+        security["capabilities"]["add"] = [str(cap) for cap in params["add_capabilities"]]
+    if read_only_root(params):
+        security["readOnlyRootFilesystem"] = True
     labels = {
         "torchx.pytorch.org/version": TORCHX_VERSION,
         "torchx.pytorch.org/app-name": params["name"],
@@ -283,7 +343,7 @@ def pod_template(params, name, replica, rdzv_id):
             "name": task,
             "ports": [],
             "resources": {"limits": limits, "requests": dict(limits)},
-            "securityContext": dict(CONTAINER_SECURITY),
+            "securityContext": security,
             "volumeMounts": [
                 {"mountPath": "/dev/shm", "name": "dshm"},
                 {"mountPath": params.get("mount_path") or "/data", "name": "mount-0", "readOnly": False},
@@ -297,6 +357,12 @@ def pod_template(params, name, replica, rdzv_id):
         ],
     }
     spec.update(copy.deepcopy(POD_HARDENING))
+    if read_only_root(params):
+        spec["containers"][0]["volumeMounts"].append(dict(TMP_MOUNT))
+        spec["volumes"].append(copy.deepcopy(TMP_VOLUME))
+    if params.get("run_as_user") is not None:
+        spec["securityContext"].update({"runAsNonRoot": True, "runAsUser": int(params["run_as_user"]),
+                                        "runAsGroup": int(params["run_as_user"])})
     if params.get("service_account_name"):
         spec["serviceAccountName"] = params["service_account_name"]
     if params.get("tolerations"):

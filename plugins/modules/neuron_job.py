@@ -199,8 +199,36 @@ options:
     type: str
   service_account_name:
     description:
-      - ServiceAccount of the pods.
+      - ServiceAccount of the pods (the pods mount no token of it either way).
     type: str
+  cpu:
+    description:
+      - CPU limit and request of each worker pod (a Kubernetes quantity). Empty gives the instance type's vCPUs less
+        1/32 of them (at least 1) for the kubelet and the daemonsets, such as C(124) on a trn1.32xlarge.
+    type: str
+  memory:
+    description:
+      - Memory limit and request of each worker pod (a Kubernetes quantity). Empty gives the instance type's memory
+        less 1/32 of it (at least 4 GiB), such as C(496Gi) on a trn1.32xlarge.
+    type: str
+  read_only_root_filesystem:
+    description:
+      - Run the worker containers with a read-only root filesystem and an emptyDir at C(/tmp).
+      - V(false) for a script that writes elsewhere in the image (its home directory, C(/var/tmp)).
+    type: bool
+    default: true
+  run_as_user:
+    description:
+      - User and group id the workers run as (C(runAsNonRoot)). Unset keeps the image's user (root in the Neuron
+        training images). The user needs write access to what it writes on the shared volume.
+    type: int
+  add_capabilities:
+    description:
+      - Linux capabilities added back after dropping C(ALL), such as V(IPC_LOCK) on a node whose container runtime
+        limits locked memory (EFA registers memory; the EKS AMIs set no limit).
+    type: list
+    elements: str
+    default: []
   propagation_policy:
     description:
       - How O(state=absent) deletes the Job's pods.
@@ -413,6 +441,11 @@ ARGUMENT_SPEC = dict(
     env=dict(type="dict", default={}),
     priority_class_name=dict(type="str"),
     service_account_name=dict(type="str"),
+    cpu=dict(type="str"),
+    memory=dict(type="str"),
+    read_only_root_filesystem=dict(type="bool", default=True),
+    run_as_user=dict(type="int"),
+    add_capabilities=dict(type="list", elements="str", default=[]),
     propagation_policy=dict(type="str", choices=["Foreground", "Background"], default="Foreground"),
     delete_timeout=dict(type="int", default=300),
     wait=dict(type="bool", default=True),

@@ -469,12 +469,25 @@ def assert_training_ran(kube, rehearsal, local_vars, run):
         assert sorted(p["spec"]["nodeName"] for p in pods) == TRN_NODES, job_name
         line = pods[0]["spec"]["containers"][0]["command"][-1]
         assert "--rdzv_backend etcd --rdzv_endpoint etcd-server:2379" in line and f"--nnodes 2 --nproc_per_node {job['nproc_per_node']}" in line
+        # Hardened as the API server stored them: capabilities dropped, no escalation, RuntimeDefault seccomp, read-only
+        # root, CPU and memory limits = requests (Guaranteed), their own ServiceAccount without a token, the image by digest.
+        for pod in pods:
+            spec, container = pod["spec"], pod["spec"]["containers"][0]
+            assert container["securityContext"] == {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
+                                                    "readOnlyRootFilesystem": True}, container["securityContext"]
+            assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+            assert container["resources"]["limits"]["cpu"] == "124" and container["resources"]["limits"]["memory"] == "496Gi"
+            assert container["resources"]["requests"] == container["resources"]["limits"] and pod["status"]["qosClass"] == "Guaranteed"
+            assert spec["serviceAccountName"] == "trainium-eks-training" and spec["automountServiceAccountToken"] is False
+            assert re.fullmatch(r"\S+:0\.1\.0-[0-9a-f]{12}@sha256:[0-9a-f]{64}", container["image"]), container["image"]
     # etcd's clients (the selector of its NetworkPolicy) are exactly the two jobs' pods: not the dataset's, not TensorBoard's.
     clients = {p["metadata"]["name"] for p in kube.json(
         "-n", namespace, "get", "pods", "-l", "trainium.eks/workload in (training,precompile),volcano.sh/job-name")["items"]}
     job_pods = {p["metadata"]["name"] for p in kube.json(
         "-n", namespace, "get", "pods", "-l", f"volcano.sh/job-name in ({name},{name}-precompile)")["items"]}
     assert clients == job_pods and len(job_pods) == 4, (clients, job_pods)
+    account = kube.json("-n", namespace, "get", "serviceaccount", "trainium-eks-training")
+    assert account["automountServiceAccountToken"] is False
     for job_name in (f"{name}-precompile", name):  # and each job's pods reach each other (NetworkPolicy <job>-peers)
         same_job = {"podSelector": {"matchLabels": {"volcano.sh/job-name": job_name}}}
         peers = kube.json("-n", namespace, "get", "networkpolicy", f"{job_name}-peers")["spec"]

@@ -127,6 +127,8 @@ def test_build_push_rerun_change_and_check_mode(image_run, rehearsal):
     # Content-addressed: the prefix and 12 hex of the rendered context's hash.
     assert tag == ti.content_tag(prefix, str(image_run.context)), tag
     assert facts["image"] == f"{rehearsal['TRAINIUM_REGISTRY']}/{repository}:{tag}"
+    # The pods' reference: the same image pinned by the digest the push returned.
+    assert facts["reference"] == f"{facts['image']}@{facts['digest']}" and facts["digest"].startswith("sha256:")
     status, catalog = registry.get("/v2/_catalog")
     assert status == 200 and repository in catalog["repositories"], catalog
     assert registry.tags(repository) == [tag]

@@ -144,8 +144,9 @@ def test_kwok_nodes_match_the_node_pool(kube, rehearsal, local_vars):
         assert labels["eks.amazonaws.com/nodegroup"] == f"{local_vars['trainium_cluster_name']}-trn1"
         allocatable = node["status"]["allocatable"]
         assert (allocatable[NEURON], allocatable[NEURONCORE], allocatable[EFA]) == ("16", "32", "8")
-        assert allocatable["cpu"] == "128"
-        assert allocatable["memory"] in ("524288Mi", "512Gi")  # the API server canonicalizes the quantity
+        # 128 vCPUs and 512 GiB less the EKS AMI's kube-reserved (390m; 11 MiB x 110 pods + 255 MiB) and eviction (100 MiB)
+        assert node["status"]["capacity"]["cpu"] == "128" and allocatable["cpu"] == "127610m"
+        assert node["status"]["capacity"]["memory"] == "512Gi" and allocatable["memory"] == "522723Mi"
         ready = [c for c in node["status"].get("conditions", []) if c["type"] == "Ready"]
         assert ready and ready[0]["status"] == "True", node["status"].get("conditions")
         # Loopback only: kube-apiserver reaches kwok's kubelet API (pod logs) at InternalIP:kubelet port.
@@ -166,7 +167,7 @@ def test_kwok_system_nodes_spread_over_the_cluster_zones_without_devices(kube, l
         assert labels["node.kubernetes.io/instance-type"] == "m7i.large"
         assert labels["eks.amazonaws.com/nodegroup"] == f"{local_vars['trainium_cluster_name']}-system"
         allocatable = node["status"]["allocatable"]
-        assert allocatable["cpu"] == "2" and allocatable["memory"] == "8Gi"
+        assert allocatable["cpu"] == "1930m" and allocatable["memory"] == "6627Mi"
         assert not {NEURON, NEURONCORE, EFA} & set(allocatable), allocatable
 
 

@@ -10,7 +10,8 @@ For every pool in ``trainium_node_pools`` this makes ``count`` Node objects
 instance type, zone and node group labels, the pool's labels and taints, and
 capacity/allocatable as the device plugins of a real node report them
 (``aws.amazon.com/neuron``, ``aws.amazon.com/neuroncore``,
-``vpc.amazonaws.com/efa``, cpu, memory). The figures and the zone come from
+``vpc.amazonaws.com/efa``, cpu, memory; allocatable cpu and memory less what
+the EKS AMI's kubelet reserves, ``kube_reserved``). The figures and the zone come from
 the collection's own code (``gather_capacity`` against the rehearsal's EC2
 endpoint, then ``place_node_pools``), so they match what the AWS side says.
 
@@ -70,6 +71,16 @@ NEURON_LOST = "rehearsal.trainium.eks/neuron-lost"
 NEURON_RESOURCES = ("aws.amazon.com/neuron", "aws.amazon.com/neuroncore")
 MAX_PODS = 110
 NODE_IP = "127.0.0.1"
+# What the EKS AMI's kubelet keeps back from allocatable (kube-reserved, as nodeadm and the AL2 bootstrap compute it):
+# CPU 6% of the first core, 1% of the second, 0.5% of the third and fourth, 0.25% of every further one; memory
+# 11 MiB per pod the node may run plus 255 MiB; and the hard eviction threshold memory.available<100Mi.
+EVICTION_MEMORY_MIB = 100
+
+
+def kube_reserved(vcpus, max_pods=MAX_PODS):
+    """(millicores, MiB) the kubelet reserves on an EKS node of ``vcpus`` that runs at most ``max_pods`` pods."""
+    tenths = sum(600 if core == 0 else 100 if core == 1 else 50 if core < 4 else 25 for core in range(vcpus))
+    return tenths // 10, 11 * max_pods + 255
 
 
 def load_variables(inventory):
@@ -181,10 +192,26 @@ def resources(info, lnc=1):
         "cpu": str(info["vcpus"]),
         # MiB, written the way the API server stores the quantity (524288Mi
         # comes back as 512Gi), so that a second apply changes nothing.
-        "memory": f"{info['memory_mib'] // 1024}Gi" if info["memory_mib"] % 1024 == 0 else f"{info['memory_mib']}Mi",
+        "memory": quantity_mib(info["memory_mib"]),
         "pods": str(MAX_PODS),
         "ephemeral-storage": "100Gi",
     }
+
+
+def quantity_cpu(millicores):
+    """Millicores the way the API server stores them (128000m comes back as 128)."""
+    return str(millicores // 1000) if millicores % 1000 == 0 else f"{millicores}m"
+
+
+def quantity_mib(mib):
+    return f"{mib // 1024}Gi" if mib % 1024 == 0 else f"{mib}Mi"
+
+
+def allocatable(figures, info):
+    """What the scheduler may hand out: the capacity less the kubelet's reservation and the eviction threshold."""
+    cpu, memory = kube_reserved(int(info["vcpus"]))
+    return dict(figures, cpu=quantity_cpu(int(info["vcpus"]) * 1000 - cpu),
+                memory=quantity_mib(int(info["memory_mib"]) - memory - EVICTION_MEMORY_MIB))
 
 
 def taint(spec):
@@ -233,7 +260,7 @@ def node_objects(planned, cluster, lost):
                 "spec": {},
                 "status": {
                     "capacity": figures,
-                    "allocatable": dict(figures),
+                    "allocatable": allocatable(figures, info),
                     "addresses": [{"type": "InternalIP", "address": NODE_IP}, {"type": "Hostname", "address": name}],
                     "daemonEndpoints": {"kubeletEndpoint": {"Port": kubelet_port()}},
                 },

@@ -148,7 +148,10 @@ class Registry:
         """(repository, reference) of an image in this registry, or None when it lives elsewhere."""
         name, reference = image, "latest"
         if "@" in name:
+            # repo@sha256:... or repo:tag@sha256:... (the digest wins over the tag, as with containerd)
             name, reference = name.split("@", 1)
+            if ":" in name.rsplit("/", 1)[-1]:
+                name = name.rsplit(":", 1)[0]
         elif ":" in name.rsplit("/", 1)[-1]:
             name, reference = name.rsplit(":", 1)
         host, slash, repository = name.partition("/")

@@ -95,7 +95,8 @@ def test_system_nodes_look_like_nodes_of_the_system_node_group():
         "type": "kwok",
     }
     assert node["spec"] == {}
-    assert node["status"]["capacity"] == node["status"]["allocatable"]
+    # allocatable: the capacity less the kubelet's reservation (EKS AMI: 70m and 1,465 MiB at 110 pods) and eviction (100 MiB)
+    assert node["status"]["allocatable"] == dict(node["status"]["capacity"], cpu="1930m", memory="6627Mi")
     assert not set(DEVICE_RESOURCES) & set(node["status"]["capacity"])
     assert node["status"]["capacity"]["cpu"] == "2"
 
@@ -191,3 +192,14 @@ def test_plan_without_the_system_pool_when_disabled(stubbed_ec2):
     planned = nodes.plan_pools(dict(VARIABLES, trainium_system_node_pool={"enabled": False}))
     assert [item["pool"]["name"] for item in planned] == ["trn1"]
     assert not any(name.startswith("system-") for name in nodes.node_objects(planned, "trn-rehearsal", set()))
+
+
+def test_kube_reserved_follows_the_eks_ami_formula():
+    """6% of the first core, 1% of the second, 0.5% of the next two, 0.25% of the rest; 11 MiB a pod + 255 MiB."""
+    assert nodes.kube_reserved(1) == (60, 1465)
+    assert nodes.kube_reserved(2) == (70, 1465)
+    assert nodes.kube_reserved(4) == (80, 1465)
+    assert nodes.kube_reserved(128) == (390, 1465)
+    assert nodes.kube_reserved(192, max_pods=250) == (550, 3005)
+    assert nodes.quantity_cpu(128000) == "128" and nodes.quantity_cpu(127610) == "127610m"
+    assert nodes.quantity_mib(524288) == "512Gi" and nodes.quantity_mib(522723) == "522723Mi"

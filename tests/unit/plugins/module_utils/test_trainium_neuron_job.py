@@ -109,7 +109,9 @@ def test_render_facts():
     line = pod0["spec"]["containers"][0]["command"][2]
     assert line.startswith("python3 -m torch.distributed.run --rdzv_backend etcd --rdzv_endpoint etcd-server:2379 --rdzv_id 'bert-")
     assert line.endswith("--nnodes 2 --nproc_per_node 32 --tee 3 --role '' /opt/trainium-eks/train_bert.py --batch_size 16 --max_steps 50")
-    assert pod0["spec"]["containers"][0]["resources"]["requests"] == {nj.NEURON: "16", nj.EFA: "8"}
+    # Guaranteed QoS: cpu and memory of a trn1.32xlarge (128 vCPUs, 512 GiB) less 1/32 for the node, requests = limits.
+    assert pod0["spec"]["containers"][0]["resources"]["requests"] == {nj.NEURON: "16", nj.EFA: "8", "cpu": "124", "memory": "496Gi"}
+    assert pod0["spec"]["containers"][0]["resources"]["limits"] == pod0["spec"]["containers"][0]["resources"]["requests"]
     # the same options render the same Job; another option another hash
     assert nj.render(PARAMS) == job
     assert nj.render(dict(PARAMS, nnodes=3))["metadata"]["annotations"][nj.SPEC_HASH] != job["metadata"]["annotations"][nj.SPEC_HASH]
@@ -123,7 +125,12 @@ def test_precompile_render_and_types():
     assert container["command"][1].endswith("--max_steps 50 --steps_this_run 10")
     assert job["spec"]["tasks"][1]["template"]["metadata"]["labels"]["trainium.eks/workload"] == "precompile"
     small = nj.render(dict(PARAMS, instance_type="trn1.2xlarge", nnodes=1, nproc_per_node=2))
-    assert small["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["resources"]["limits"] == {nj.NEURON: "1"}
+    # trn1.2xlarge: 8 vCPUs and 32 GiB, the node's share at its floor (1 vCPU, 4 GiB).
+    assert small["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["resources"]["limits"] == {
+        nj.NEURON: "1", "cpu": "7", "memory": "28Gi"}
+    trn2 = nj.render(dict(PARAMS, instance_type="trn2.48xlarge", cpu="100", memory="1500Gi"))
+    assert trn2["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["resources"]["requests"] == {
+        nj.NEURON: "16", nj.EFA: "16", "cpu": "100", "memory": "1500Gi"}
     c10d = nj.render(dict(PARAMS, rdzv_backend="c10d"))["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["command"][2]
     assert "--rdzv_backend c10d --rdzv_endpoint bert-role1-0-0.bert:29500" in c10d
     assert nj.render(dict(PARAMS, max_retry=0))["spec"]["tasks"][0].get("policies") is None
@@ -186,7 +193,18 @@ def test_problems():
     found = nj.problems(dict(PARAMS, cacheset="a/b", instance_type="p5.48xlarge", report_every=60, mode="precompile", name="Bad_Name"))
     assert len(found) == 5 and any("cacheset" in p for p in found) and any("report_every" in p for p in found)
     assert any("steps_this_run" in p for p in found) and any("p5.48xlarge" in p for p in found)
-    assert nj.problems(dict(PARAMS, instance_type="p5.48xlarge", neuron_devices=0, efa_interfaces=0)) == []
+    # an unknown type needs its devices and its pod size spelled out
+    assert nj.problems(dict(PARAMS, instance_type="p5.48xlarge", neuron_devices=0, efa_interfaces=0)) == [
+        "instance_type: got 'p5.48xlarge' without cpu, memory; allowed: trn1.2xlarge, trn1.32xlarge, trn1n.32xlarge, "
+        "trn2.48xlarge, or any type with these options set"]
+    assert nj.problems(dict(PARAMS, instance_type="p5.48xlarge", neuron_devices=0, efa_interfaces=0, cpu="180", memory="1900Gi")) == []
+    assert nj.problems(dict(PARAMS, cpu="lots", memory="10 GB", run_as_user=0, add_capabilities=["IPC_LOCK", "CAP_SYS_ADMIN", "x"])) == [
+        "cpu: got 'lots'; allowed: a Kubernetes quantity such as 124 or 500m",
+        "memory: got '10 GB'; allowed: a Kubernetes quantity such as 496Gi",
+        "run_as_user: got 0; allowed: a user id of 1 or more (not root), or unset for the image's user",
+        "add_capabilities: got 'CAP_SYS_ADMIN'; allowed: a Linux capability name without CAP_, such as IPC_LOCK",
+        "add_capabilities: got 'x'; allowed: a Linux capability name without CAP_, such as IPC_LOCK",
+    ]
 
 
 def test_present_creates_then_same_hash_changes_nothing_whatever_the_phase():
@@ -373,7 +391,24 @@ def test_pods_carry_no_api_token_and_no_privilege_escalation():
     spec = nj.render(PARAMS)["spec"]["tasks"][0]["template"]["spec"]
     assert spec["automountServiceAccountToken"] is False and spec["enableServiceLinks"] is False
     assert spec["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}}
-    assert spec["containers"][0]["securityContext"] == {"allowPrivilegeEscalation": False}
+    container = spec["containers"][0]
+    assert container["securityContext"] == {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
+                                            "readOnlyRootFilesystem": True}
+    # the read-only root's writable /tmp
+    assert {"mountPath": "/tmp", "name": "tmp"} in container["volumeMounts"] and {"emptyDir": {}, "name": "tmp"} in spec["volumes"]
+
+
+def test_pod_hardening_options():
+    spec = nj.render(dict(PARAMS, read_only_root_filesystem=False, run_as_user=1000, add_capabilities=["IPC_LOCK"],
+                          service_account_name="trainium-eks-training"))["spec"]["tasks"][1]["template"]["spec"]
+    assert spec["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}, "runAsNonRoot": True, "runAsUser": 1000,
+                                       "runAsGroup": 1000}
+    assert spec["containers"][0]["securityContext"] == {"allowPrivilegeEscalation": False,
+                                                        "capabilities": {"drop": ["ALL"], "add": ["IPC_LOCK"]}}
+    assert all(v["name"] != "tmp" for v in spec["volumes"]) and all(m["name"] != "tmp" for m in spec["containers"][0]["volumeMounts"])
+    assert spec["serviceAccountName"] == "trainium-eks-training" and spec["automountServiceAccountToken"] is False
+    # the module's constant is not changed by an option
+    assert nj.CONTAINER_SECURITY == {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
 
 
 def _env_names(params):

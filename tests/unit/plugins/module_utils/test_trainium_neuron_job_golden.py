@@ -64,16 +64,19 @@ def without_additions(job, params):
         for key, value in nj.POD_HARDENING.items():
             assert template["spec"].pop(key) == value
         container = template["spec"]["containers"][0]
-        assert container["securityContext"] == nj.CONTAINER_SECURITY
+        assert container["securityContext"] == dict(nj.CONTAINER_SECURITY, readOnlyRootFilesystem=True)
         container["securityContext"] = {}
+        assert container["volumeMounts"].pop() == nj.TMP_MOUNT and template["spec"]["volumes"].pop() == nj.TMP_VOLUME
         resources = container["resources"]
         assert resources["requests"] == resources["limits"]
         resources["requests"] = {}
+        assert {resources["limits"].pop("cpu"), resources["limits"].pop("memory")} == set(nj.worker_resources(params).values())
         # The rendezvous of each Job object and attempt: its PodGroup and version from the pod's annotations, after the rdzv_id.
         assert container["env"].pop() == {"name": nj.JOB_VERSION_ENV, "valueFrom": {"fieldRef": {
             "fieldPath": f"metadata.annotations['{nj.JOB_VERSION_ANNOTATION}']"}}}
         assert container["env"].pop() == {"name": nj.JOB_GROUP_ENV, "valueFrom": {"fieldRef": {
             "fieldPath": f"metadata.annotations['{nj.JOB_GROUP_ANNOTATION}']"}}}
+        assert container["env"].pop() == {"name": "HOME", "value": "/tmp"}  # the read-only root's home
         suffix = f"-\"${{{nj.JOB_GROUP_ENV}:-0}}\"-\"v${{{nj.JOB_VERSION_ENV}:-0}}\""
         assert suffix in container["command"][-1]
         container["command"][-1] = container["command"][-1].replace(suffix, "")
