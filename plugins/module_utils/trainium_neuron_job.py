@@ -56,14 +56,20 @@ NEURON_DEVICES = {"trn1.2xlarge": 1, "trn1.32xlarge": 16, "trn1n.32xlarge": 16, 
 EFA_INTERFACES = {"trn1.2xlarge": 0, "trn1.32xlarge": 8, "trn1n.32xlarge": 16, "trn2.48xlarge": 16}
 # vCPUs and memory (GiB) of each type (EC2 instance type specifications, accelerated computing: Trn1, Trn1n, Trn2).
 INSTANCE_SIZES = {"trn1.2xlarge": (8, 32), "trn1.32xlarge": (128, 512), "trn1n.32xlarge": (128, 512), "trn2.48xlarge": (192, 2048)}
-# What a worker pod leaves of its node for the kubelet and the daemonsets: 1/32 of the vCPUs (at least 1) and of the
-# memory (at least 4 GiB). On a trn1.32xlarge that is 4 vCPUs and 16 GiB, against about 0.4 vCPU and 3 GiB that the EKS
-# AMI reserves for the kubelet (kube-reserved: 6% of the first core, 1% of the second, 0.5% of the next two, 0.25% of the
-# rest; 11 MiB per pod plus 255 MiB; eviction at 100 MiB) and about 1 vCPU and 2 GiB the collection's daemonsets request.
-NODE_SHARE_DIVISOR = 32
-NODE_SHARE_MIN = (1, 4)
+# What a worker pod leaves of its node for the kubelet and the daemonsets: 1/32 of the vCPUs (at least 1) and 1/8 of
+# the memory (at least 6 GiB: a trn1.2xlarge keeps about 1.5 GiB for the kernel, 1 GiB for the kubelet at
+# 58 pods). On a trn1.32xlarge that is 4 vCPUs and 64 GiB, against about 0.4 vCPU that the EKS AMI
+# reserves for the kubelet (kube-reserved: 6% of the first core, 1% of the second, 0.5% of the next two, 0.25% of the
+# rest) and, of the memory, what the kernel and the hypervisor keep (a node reports a few percent less than the type's
+# memory; Karpenter estimates 7.5%), kube-reserved (11 MiB per pod plus 255 MiB: about 3 GiB at 247 pods), the eviction
+# threshold (100 MiB) and about 1 vCPU and 2 GiB the collection's daemonsets request.
+NODE_SHARE_DIVISOR = (32, 8)
+NODE_SHARE_MIN = (1, 6)
+# What add_capabilities may add back: the capabilities Pod Security's baseline level admits (a namespace at baseline
+# refuses a pod with any other; the job namespace is at baseline or restricted).
+BASELINE_CAPABILITIES = ("AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD", "NET_BIND_SERVICE",
+                         "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT")
 _QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$")
-_CAPABILITY = re.compile(r"^[A-Z][A-Z_]*$")
 RDZV_BACKENDS = ("etcd", "etcd-v2", "c10d")
 DEFAULT_RDZV_ENDPOINT = "etcd-server:2379"
 C10D_PORT = 29500
@@ -93,7 +99,7 @@ ADDITIONS = (
     "environment variables (enableServiceLinks: false), the RuntimeDefault seccomp profile and "
     "allowPrivilegeEscalation: false, capabilities drop ALL (add: the add_capabilities option) and, with "
     "read_only_root_filesystem (default), a read-only root filesystem with an emptyDir tmp at /tmp and the env HOME=/tmp "
-    "after TorchX's variables (the securityContext "
+    "after TorchX's variables (also with run_as_user) (the securityContext "
     "TorchX leaves empty); with run_as_user, runAsUser/runAsGroup and runAsNonRoot on the pod",
     "the env TRAINIUM_JOB_GROUP and TRAINIUM_JOB_VERSION (the pod's scheduling.k8s.io/group-name and volcano.sh/job-version "
     "annotations) and --rdzv_id '<id>'-\"${TRAINIUM_JOB_GROUP:-0}\"-\"v${TRAINIUM_JOB_VERSION:-0}\": one rendezvous per Job "
@@ -159,11 +165,11 @@ def worker_resources(params):
     if params.get("cpu"):
         out["cpu"] = str(params["cpu"])
     elif vcpus:
-        out["cpu"] = str(vcpus - max(NODE_SHARE_MIN[0], vcpus // NODE_SHARE_DIVISOR))
+        out["cpu"] = str(vcpus - max(NODE_SHARE_MIN[0], vcpus // NODE_SHARE_DIVISOR[0]))
     if params.get("memory"):
         out["memory"] = str(params["memory"])
     elif gib:
-        out["memory"] = f"{gib - max(NODE_SHARE_MIN[1], gib // NODE_SHARE_DIVISOR)}Gi"
+        out["memory"] = f"{gib - max(NODE_SHARE_MIN[1], gib // NODE_SHARE_DIVISOR[1])}Gi"
     return out
 
 
@@ -223,12 +229,12 @@ def problems(params):
     for option in ("cpu", "memory"):
         value = params.get(option)
         if value and not _QUANTITY.match(str(value)):
-            found.append(f"{option}: got {value!r}; allowed: a Kubernetes quantity such as {'124 or 500m' if option == 'cpu' else '496Gi'}")
+            found.append(f"{option}: got {value!r}; allowed: a Kubernetes quantity such as {'124 or 500m' if option == 'cpu' else '448Gi'}")
     if params.get("run_as_user") is not None and int(params["run_as_user"]) < 1:
         found.append(f"run_as_user: got {params['run_as_user']}; allowed: a user id of 1 or more (not root), or unset "
                      "for the image's user")
-    found.extend(f"add_capabilities: got {cap!r}; allowed: a Linux capability name without CAP_, such as IPC_LOCK"
-                 for cap in params.get("add_capabilities") or [] if not _CAPABILITY.match(str(cap)) or str(cap).startswith("CAP_"))
+    found.extend(f"add_capabilities: got {cap!r}; allowed: {', '.join(BASELINE_CAPABILITIES)} (what Pod Security's baseline "
+                 "level admits; no CAP_ prefix)" for cap in params.get("add_capabilities") or [] if str(cap) not in BASELINE_CAPABILITIES)
     if params.get("env"):
         found.extend(f"env: {key!r} is not a valid variable name" for key in params["env"] if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", str(key)))
     return found
@@ -288,8 +294,8 @@ def environment(params, replica):
         pairs.append(("XLA_DOWNCAST_BF16", "1"))
     if replica == 0:
         pairs.append(("TORCHX_RANK0_HOST", "localhost"))
-    if read_only_root(params):
-        # The image's home (/root) is read-only: what writes under ~ (caches, torch's and pip's) writes to /tmp.
+    if read_only_root(params) or params.get("run_as_user") is not None:
+        # The image's home (/root) is read-only, or not the user's: what writes under ~ (caches) writes to /tmp.
         pairs.append(("HOME", "/tmp"))
     env = dict(pairs)
     for key, value in (params.get("env") or {}).items():

@@ -204,12 +204,13 @@ options:
   cpu:
     description:
       - CPU limit and request of each worker pod (a Kubernetes quantity). Empty gives the instance type's vCPUs less
-        1/32 of them (at least 1) for the kubelet and the daemonsets, such as C(124) on a trn1.32xlarge.
+        1/32 of them (at least 1) for the kubelet and the daemonsets, such as V(124) on a trn1.32xlarge.
     type: str
   memory:
     description:
       - Memory limit and request of each worker pod (a Kubernetes quantity). Empty gives the instance type's memory
-        less 1/32 of it (at least 4 GiB), such as C(496Gi) on a trn1.32xlarge.
+        less 1/8 of it (at least 6 GiB) for what the kernel, the kubelet and the daemonsets keep, such as V(448Gi) on a
+        trn1.32xlarge.
     type: str
   read_only_root_filesystem:
     description:
@@ -224,8 +225,10 @@ options:
     type: int
   add_capabilities:
     description:
-      - Linux capabilities added back after dropping C(ALL), such as V(IPC_LOCK) on a node whose container runtime
-        limits locked memory (EFA registers memory; the EKS AMIs set no limit).
+      - Linux capabilities added back after dropping C(ALL), among those Pod Security's baseline level admits
+        (C(AUDIT_WRITE), C(CHOWN), C(DAC_OVERRIDE), C(FOWNER), C(FSETID), C(KILL), C(MKNOD), C(NET_BIND_SERVICE),
+        C(SETFCAP), C(SETGID), C(SETPCAP), C(SETUID), C(SYS_CHROOT)), such as V(DAC_OVERRIDE) for a root that must write
+        files of other users on the shared volume.
     type: list
     elements: str
     default: []

@@ -476,7 +476,7 @@ def assert_training_ran(kube, rehearsal, local_vars, run):
             assert container["securityContext"] == {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
                                                     "readOnlyRootFilesystem": True}, container["securityContext"]
             assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
-            assert container["resources"]["limits"]["cpu"] == "124" and container["resources"]["limits"]["memory"] == "496Gi"
+            assert container["resources"]["limits"]["cpu"] == "124" and container["resources"]["limits"]["memory"] == "448Gi"
             assert container["resources"]["requests"] == container["resources"]["limits"] and pod["status"]["qosClass"] == "Guaranteed"
             assert spec["serviceAccountName"] == "trainium-eks-training" and spec["automountServiceAccountToken"] is False
             assert re.fullmatch(r"\S+:0\.1\.0-[0-9a-f]{12}@sha256:[0-9a-f]{64}", container["image"]), container["image"]

@@ -206,6 +206,6 @@ def test_check_mode_on_an_empty_account_says_what_it_would_build(image_run, aws,
     assert checked.rc == 0, checked
     repository = image_run.base["trainium_image"]["repository"]
     assert f"Would build {repository} FROM {rehearsal['TRAINIUM_REHEARSAL_BASE_IMAGE']}" in checked.text, checked
-    assert facts == {"image": None, "tag": None, "digest": None, "built": False}
+    assert facts == {"image": None, "tag": None, "digest": None, "reference": None, "built": False}
     assert aws.client("ecr").describe_repositories()["repositories"] == []
     assert Registry(rehearsal).tags(repository) == []

@@ -109,8 +109,8 @@ def test_render_facts():
     line = pod0["spec"]["containers"][0]["command"][2]
     assert line.startswith("python3 -m torch.distributed.run --rdzv_backend etcd --rdzv_endpoint etcd-server:2379 --rdzv_id 'bert-")
     assert line.endswith("--nnodes 2 --nproc_per_node 32 --tee 3 --role '' /opt/trainium-eks/train_bert.py --batch_size 16 --max_steps 50")
-    # Guaranteed QoS: cpu and memory of a trn1.32xlarge (128 vCPUs, 512 GiB) less 1/32 for the node, requests = limits.
-    assert pod0["spec"]["containers"][0]["resources"]["requests"] == {nj.NEURON: "16", nj.EFA: "8", "cpu": "124", "memory": "496Gi"}
+    # Guaranteed QoS: cpu and memory of a trn1.32xlarge (128 vCPUs, 512 GiB) less 1/32 of the vCPUs and 1/8 of the memory for the node, requests = limits.
+    assert pod0["spec"]["containers"][0]["resources"]["requests"] == {nj.NEURON: "16", nj.EFA: "8", "cpu": "124", "memory": "448Gi"}
     assert pod0["spec"]["containers"][0]["resources"]["limits"] == pod0["spec"]["containers"][0]["resources"]["requests"]
     # the same options render the same Job; another option another hash
     assert nj.render(PARAMS) == job
@@ -125,9 +125,11 @@ def test_precompile_render_and_types():
     assert container["command"][1].endswith("--max_steps 50 --steps_this_run 10")
     assert job["spec"]["tasks"][1]["template"]["metadata"]["labels"]["trainium.eks/workload"] == "precompile"
     small = nj.render(dict(PARAMS, instance_type="trn1.2xlarge", nnodes=1, nproc_per_node=2))
-    # trn1.2xlarge: 8 vCPUs and 32 GiB, the node's share at its floor (1 vCPU, 4 GiB).
+    # trn1.2xlarge: 8 vCPUs and 32 GiB, the node's share at its floor (1 vCPU, 6 GiB).
     assert small["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["resources"]["limits"] == {
-        nj.NEURON: "1", "cpu": "7", "memory": "28Gi"}
+        nj.NEURON: "1", "cpu": "7", "memory": "26Gi"}
+    # trn2.48xlarge: 192 vCPUs and 2 TiB
+    assert nj.worker_resources(dict(PARAMS, instance_type="trn2.48xlarge")) == {"cpu": "186", "memory": "1792Gi"}
     trn2 = nj.render(dict(PARAMS, instance_type="trn2.48xlarge", cpu="100", memory="1500Gi"))
     assert trn2["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["resources"]["requests"] == {
         nj.NEURON: "16", nj.EFA: "16", "cpu": "100", "memory": "1500Gi"}
@@ -198,12 +200,14 @@ def test_problems():
         "instance_type: got 'p5.48xlarge' without cpu, memory; allowed: trn1.2xlarge, trn1.32xlarge, trn1n.32xlarge, "
         "trn2.48xlarge, or any type with these options set"]
     assert nj.problems(dict(PARAMS, instance_type="p5.48xlarge", neuron_devices=0, efa_interfaces=0, cpu="180", memory="1900Gi")) == []
-    assert nj.problems(dict(PARAMS, cpu="lots", memory="10 GB", run_as_user=0, add_capabilities=["IPC_LOCK", "CAP_SYS_ADMIN", "x"])) == [
+    capabilities = ["DAC_OVERRIDE", "IPC_LOCK", "CAP_SYS_ADMIN", "SYS_ADMIN"]
+    assert nj.problems(dict(PARAMS, cpu="lots", memory="10 GB", run_as_user=0, add_capabilities=capabilities)) == [
         "cpu: got 'lots'; allowed: a Kubernetes quantity such as 124 or 500m",
-        "memory: got '10 GB'; allowed: a Kubernetes quantity such as 496Gi",
+        "memory: got '10 GB'; allowed: a Kubernetes quantity such as 448Gi",
         "run_as_user: got 0; allowed: a user id of 1 or more (not root), or unset for the image's user",
-        "add_capabilities: got 'CAP_SYS_ADMIN'; allowed: a Linux capability name without CAP_, such as IPC_LOCK",
-        "add_capabilities: got 'x'; allowed: a Linux capability name without CAP_, such as IPC_LOCK",
+        *(f"add_capabilities: got {cap!r}; allowed: AUDIT_WRITE, CHOWN, DAC_OVERRIDE, FOWNER, FSETID, KILL, MKNOD, "
+          "NET_BIND_SERVICE, SETFCAP, SETGID, SETPCAP, SETUID, SYS_CHROOT (what Pod Security's baseline level admits; no CAP_ prefix)"
+          for cap in ("IPC_LOCK", "CAP_SYS_ADMIN", "SYS_ADMIN")),
     ]
 
 
@@ -399,14 +403,18 @@ def test_pods_carry_no_api_token_and_no_privilege_escalation():
 
 
 def test_pod_hardening_options():
-    spec = nj.render(dict(PARAMS, read_only_root_filesystem=False, run_as_user=1000, add_capabilities=["IPC_LOCK"],
+    spec = nj.render(dict(PARAMS, read_only_root_filesystem=False, run_as_user=1000, add_capabilities=["DAC_OVERRIDE"],
                           service_account_name="trainium-eks-training"))["spec"]["tasks"][1]["template"]["spec"]
     assert spec["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}, "runAsNonRoot": True, "runAsUser": 1000,
                                        "runAsGroup": 1000}
     assert spec["containers"][0]["securityContext"] == {"allowPrivilegeEscalation": False,
-                                                        "capabilities": {"drop": ["ALL"], "add": ["IPC_LOCK"]}}
+                                                        "capabilities": {"drop": ["ALL"], "add": ["DAC_OVERRIDE"]}}
     assert all(v["name"] != "tmp" for v in spec["volumes"]) and all(m["name"] != "tmp" for m in spec["containers"][0]["volumeMounts"])
     assert spec["serviceAccountName"] == "trainium-eks-training" and spec["automountServiceAccountToken"] is False
+    # a user that is not the image's own gets a home it can write
+    assert {"name": "HOME", "value": "/tmp"} in spec["containers"][0]["env"]
+    assert "HOME" not in {e["name"] for e in nj.render(dict(PARAMS, read_only_root_filesystem=False))[
+        "spec"]["tasks"][0]["template"]["spec"]["containers"][0]["env"]}
     # the module's constant is not changed by an option
     assert nj.CONTAINER_SECURITY == {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
 
