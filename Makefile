@@ -49,10 +49,12 @@ molecule: setup ## Molecule scenarios against the rehearsal services
 build: setup ## Build the collection, install the tarball elsewhere, run a playbook from it
 	tools/build-check.sh
 
-ee: setup ## The execution environment's build context in .build/ee (then: ansible-builder build, see docs/awx.md)
+ee: setup ## The execution environment's build context in .build/ee, base image pinned by digest (EE_BASE_IMAGE_DIGEST=sha256:... pins it offline; then podman build, see docs/awx.md)
 	rm -rf .build/ee-collection .build/ee
+	$(BIN)/python tools/ee-lock.py --check
 	$(BIN)/ansible-galaxy collection build --force --output-path .build/ee-collection .
 	$(BIN)/ansible-builder create -f execution-environment.yml --context .build/ee
+	EE_BASE_IMAGE_DIGEST='$(EE_BASE_IMAGE_DIGEST)' $(BIN)/python tools/ee-pin-base.py -f execution-environment.yml --context .build/ee
 
 test: setup ## Every suite; the test command README gives
 	tools/run-tests.sh

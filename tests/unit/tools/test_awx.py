@@ -53,16 +53,25 @@ def test_meta_execution_environment_names_runtime_files_without_test_tools():
     meta = yaml.safe_load((ROOT / "meta/execution-environment.yml").read_text())
     python = meta["dependencies"]["python"]
     assert python != "requirements.txt", "ansible-builder would take the developer requirements (moto, Molecule, pytest)"
+    # Other people's EEs merge this file with their own requirements into one pip install: one --hash
+    # would switch all of it to hash-checking mode. Our EE takes the hashed meta/ee-requirements.txt.
+    assert python == "meta/ee-requirements.in"
+    assert "--hash" not in (ROOT / python).read_text()
     names = _requirement_names(ROOT / python)
     assert {"boto3", "botocore", "kubernetes"} <= set(names)
     assert not [n for n in names if n.startswith(TEST_TOOLS)], names
     assert (ROOT / meta["dependencies"]["system"]).is_file()
-    # Every runtime package is pinned to the version the suites run with.
+    # Every runtime package is pinned to the version the suites run with, in the .in file and in the
+    # hashed file written from it (tests/unit/tools/test_ee_pins.py checks the hashes and the closure).
     pins = dict(re.findall(r"^([A-Za-z0-9_.-]+)==([^\s\\]+)", (ROOT / "requirements.txt").read_text(), re.M))
-    for line in (ROOT / python).read_text().splitlines():
-        if "==" in line and not line.startswith("#"):
-            name, version = line.strip().split("==")
-            assert pins.get(name) == version, f"{name}=={version} in {python}, {pins.get(name)} in requirements.txt"
+    for path in (python, "meta/ee-requirements.txt"):
+        lines = [line.split(" --hash", 1)[0].strip() for line in (ROOT / path).read_text().splitlines()
+                 if line.strip() and not line.startswith("#")]
+        assert lines and all(re.fullmatch(r"[A-Za-z0-9_.-]+==\S+", line) for line in lines), lines
+        for line in lines:
+            name, version = line.split("==")
+            assert pins.get(name) == version, f"{name}=={version} in {path}, {pins.get(name)} in requirements.txt"
+    assert set(names) <= set(_requirement_names(ROOT / "meta/ee-requirements.txt"))
 
 
 def test_ansible_builder_creates_the_build_context(tmp_path):
@@ -83,6 +92,22 @@ def test_ansible_builder_creates_the_build_context(tmp_path):
     build = context / "_build"
     names = _requirement_names(build / "requirements.txt")
     assert "boto3" in names and not [n for n in names if n.startswith(TEST_TOOLS)], names
+    # pip installs it in hash-checking mode: each requirement on one line with its hashes (ansible-builder
+    # reads the file line by line), and the collections' own unhashed requirements excluded.
+    lines = [line for line in (build / "requirements.txt").read_text().splitlines() if line.strip() and not line.startswith("#")]
+    assert lines and [line for line in lines if re.fullmatch(r"\S+==\S+( --hash=sha256:[0-9a-f]{64})+", line)] == lines, lines
+    assert "--exclude-pip-reqs=" in containerfile
+    # make ee's last step: the base image by digest (here the digest is given, as EE_BASE_IMAGE_DIGEST
+    # gives it; tests/unit/tools/test_ee_pins.py resolves one from a registry).
+    digest = "sha256:" + "0123456789abcdef" * 4
+    pinned = subprocess.run([str(BIN / "python"), "tools/ee-pin-base.py", "-f", "execution-environment.yml", "--context", str(context)],
+                            cwd=ROOT, capture_output=True, text=True, check=False, env={**os.environ, "EE_BASE_IMAGE_DIGEST": digest})
+    assert pinned.returncode == 0, pinned.stdout + pinned.stderr
+    base = yaml.safe_load((ROOT / "execution-environment.yml").read_text())["images"]["base_image"]["name"]
+    containerfile = next(p for p in (context / "Containerfile", context / "Dockerfile") if p.exists()).read_text()
+    expected = base if "@sha256:" in base else f"{base}@{digest}"  # a digest in the definition is kept
+    assert re.findall(r"^ARG EE_BASE_IMAGE=(.*)$", containerfile, re.M) == [f'"{expected}"']
+    assert (context / "base-image.txt").read_text() == f"{expected}\n"
     assert "buildah" in (build / "bindep.txt").read_text()
     collections = {c["name"] for c in yaml.safe_load((build / "requirements.yml").read_text())["collections"]}
     assert {"amazon.aws", "community.aws", "kubernetes.core"} <= collections
