@@ -9,7 +9,7 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.trainium.eks.plugins.module_utils import (
-    trainium_acceptance, trainium_deployment, trainium_status, trainium_survey, trainium_validation,
+    trainium_acceptance, trainium_deployment, trainium_eks, trainium_status, trainium_survey, trainium_validation,
 )
 
 
@@ -64,6 +64,13 @@ def volcano_release_sha256(version):
     return trainium_validation.volcano_release_sha256(version)
 
 
+def secrets_key_policy(caller_arn, admins=None):
+    try:
+        return trainium_eks.secrets_key_policy(caller_arn, admins or [])
+    except ValueError as exc:
+        raise AnsibleFilterError(str(exc)) from exc
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -76,4 +83,5 @@ class FilterModule:
             "log_figures": log_figures,
             "volcano_release_sha256": volcano_release_sha256,
             "acceptance_plan": acceptance_plan,
+            "secrets_key_policy": secrets_key_policy,
         }

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 
 from ansible_collections.amazon.aws.plugins.module_utils.botocore import is_boto3_error_code
+from ansible_collections.amazon.aws.plugins.module_utils.policy import compare_policies
 from ansible_collections.amazon.aws.plugins.module_utils.retries import AWSRetry
 
 from ansible_collections.trainium.eks.plugins.module_utils import trainium_common as common
@@ -93,8 +94,9 @@ def read_role(iam, name):
 
 @AccountErrorHandler.common_error_handler("read the KMS key")
 @AWSRetry.jittered_backoff()
-def read_key(kms, alias):
-    """{"key": DescribeKey's KeyMetadata, "rotation": bool, "tags": {...}} of the key an alias names, None without it."""
+def read_key(kms, alias, policy=False):
+    """{"key": DescribeKey's KeyMetadata, "rotation": bool, "tags": {...}, "policy": dict or None} of the key an alias
+    names, None without it. ``policy``: read the key policy too (None when it cannot be read: a difference then)."""
     alias_name = alias if alias.startswith("alias/") else "alias/" + alias
     aliases = common.all_items(kms, "list_aliases", "Aliases")
     key_id = next((a.get("TargetKeyId") for a in aliases if a.get("AliasName") == alias_name), None)
@@ -105,7 +107,14 @@ def read_key(kms, alias):
     if key.get("KeyState") == "Enabled":
         rotation = bool(kms.get_key_rotation_status(KeyId=key_id).get("KeyRotationEnabled"))
     tags = common.all_items(kms, "list_resource_tags", "Tags", KeyId=key_id)
-    return {"key": key, "rotation": rotation, "tags": _key_value_tags(tags, "TagKey", "TagValue")}
+    found = {"key": key, "rotation": rotation, "tags": _key_value_tags(tags, "TagKey", "TagValue"), "policy": None}
+    if policy and key.get("KeyState") == "Enabled":
+        # As amazon.aws.kms_key reads it before it decides to call PutKeyPolicy (the policy named "default").
+        try:
+            found["policy"] = json.loads(kms.get_key_policy(KeyId=key_id, PolicyName="default")["Policy"])
+        except is_boto3_error_code("AccessDeniedException"):
+            found["policy"] = None
+    return found
 
 
 @AccountErrorHandler.common_error_handler("read the CloudWatch log group")
@@ -163,6 +172,12 @@ def key_differences(found, want):
     # The rotation of a key that is not enabled cannot be read (its state is the difference then).
     if want.get("enable_key_rotation") is not None and found["rotation"] is not None and found["rotation"] != want["enable_key_rotation"]:
         differences.append(f"{what}: key rotation is not {'on' if want['enable_key_rotation'] else 'off'}")
+    # amazon.aws.kms_key's own comparison (order of lists and of keys aside), so in place means it would not call
+    # PutKeyPolicy. A policy that cannot be read is a difference: the module runs and says what it can. (Read only
+    # on an enabled key: otherwise its state is the difference.)
+    if (want.get("policy") is not None and key.get("KeyState") == "Enabled"
+            and (found.get("policy") is None or compare_policies(found["policy"], want["policy"]))):
+        differences.append(f"{what}: key policy differs")
     differences += _tag_difference(what, found["tags"], _string_tags(want.get("tags")))
     return differences
 
@@ -220,7 +235,7 @@ def read_account_resources(clients, params):
         result["iam_roles"][want["name"]] = {"arn": found["role"]["Arn"] if found else None, "in_place": not found_differences}
         differences += found_differences
     for want in params.get("kms_keys") or []:
-        found = read_key(clients("kms"), want["alias"])
+        found = read_key(clients("kms"), want["alias"], policy=want.get("policy") is not None)
         found_differences = key_differences(found, want)
         result["kms_keys"][want["alias"]] = {"key_arn": found["key"].get("Arn") if found else None,
                                              "key_id": found["key"].get("KeyId") if found else None,

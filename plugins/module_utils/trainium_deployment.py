@@ -54,6 +54,8 @@ DEPLOYMENT_VARIABLES = (
     "trainium_kubeconfig",
     "trainium_hourly_prices",
     "trainium_timeline_dir",
+    "trainium_image_mirrors",
+    "trainium_registry_ca_dir",
 )
 # What a teardown can leave in place (trainium_teardown_keep).
 TEARDOWN_KEEPS = ("repository",)
@@ -389,7 +391,28 @@ def deployment_errors(variables):
             errors.add(f"trainium_teardown_keep[{index}]", item, "one of " + ", ".join(TEARDOWN_KEEPS)
                        + " (the file system's data is kept by its final backup, fsx_lustre_final_backup)")
     _validate_run_output(errors, variables.get("trainium_hourly_prices"), variables.get("trainium_timeline_dir"))
+    _validate_image_sources(errors, variables.get("trainium_image_mirrors"), variables.get("trainium_registry_ca_dir"))
     return list(errors)
+
+
+# A registry host (with a port), or "*" for every registry; a mirror: host[:port][/path].
+REGISTRY_HOST_RE = re.compile(r"^(\*|[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]{1,5})?)$")
+MIRROR_RE = re.compile(r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]{1,5})?(/[a-z0-9]+([._-][a-z0-9]+)*)*$")
+
+
+def _validate_image_sources(errors, mirrors, ca_dir):
+    """Where the platform images' digests are read (trainium.eks.image_digest) and the CAs of those registries."""
+    if mirrors is not None and not isinstance(mirrors, dict):
+        errors.add("trainium_image_mirrors", mirrors, "a mapping of registry host (or *) to a mirror host[:port][/path], such as "
+                   "{public.ecr.aws: 111122223333.dkr.ecr.us-west-2.amazonaws.com/ecr-public}")
+    for host, mirror in (mirrors.items() if isinstance(mirrors, dict) else ()):
+        if not REGISTRY_HOST_RE.match(str(host)):
+            errors.add(f"trainium_image_mirrors key {host}", host, "a registry host such as public.ecr.aws or quay.io, or * for every registry")
+        elif not (isinstance(mirror, str) and MIRROR_RE.match(mirror)):
+            errors.add(f"trainium_image_mirrors.{host}", mirror, "a registry host[:port] and optional path, such as "
+                       "111122223333.dkr.ecr.us-west-2.amazonaws.com/ecr-public (no scheme: HTTPS always)")
+    if ca_dir and not (isinstance(ca_dir, str) and ca_dir.startswith(("/", "~"))):
+        errors.add("trainium_registry_ca_dir", ca_dir, "empty (the system's CAs) or an absolute path or one under ~ to a directory of *.crt CA files")
 
 
 def _validate_run_output(errors, prices, timeline_dir):
@@ -668,4 +691,7 @@ def deployment_model(variables):
         "image": dict(variables["trainium_image"]),
         "dataset": dict(variables["trainium_dataset"]),
         "job": dict({"rdzv_backend": "etcd", "max_retry": 3, "precision": "bf16"}, **variables["trainium_job"]),
+        # Where the platform images' digests are read (trainium.eks.image_digest).
+        "image_mirrors": dict(variables.get("trainium_image_mirrors") or {}),
+        "registry_ca_dir": variables.get("trainium_registry_ca_dir") or None,
     }

@@ -77,6 +77,18 @@ ACCESS_ENTRY_TAG_VALUE = "admin"
 # sorted); AWS tag values hold 256 characters, 9 per principal.
 ADMIN_ENTRIES_TAG = "trainium.eks/admin-entries"
 MAX_ADMIN_PRINCIPALS = 25
+# The secrets key's own policy (secrets_key_policy): the account-root statement, so that IAM policies keep
+# working, and the key's lifecycle actions for the principals that run the collection. These are in no IAM
+# policy of docs/iam/ (an alias can be put on any key; a key policy names its key alone).
+SECRETS_KEY_ADMIN_ACTIONS = (
+    "kms:CancelKeyDeletion", "kms:EnableKey", "kms:PutKeyPolicy", "kms:ScheduleKeyDeletion", "kms:UntagResource",
+    "kms:UpdateKeyDescription",
+)
+SECRETS_KEY_ADMINS_SID = "TrainiumEksKeyAdministrators"
+MAX_KMS_KEY_ADMINS = 25
+# The caller as STS names it (sts:GetCallerIdentity); an assumed-role session stands for its role.
+CALLER_ARN_PATTERN = re.compile(r"^arn:(?P<partition>aws[a-z-]*):(?P<service>iam|sts)::(?P<account>[0-9]{12}):(?P<rest>.+)$")
+ASSUMED_ROLE_PATTERN = re.compile(r"^assumed-role/(?P<role>[\w+=,.@-]{1,64})/[^/]+$")
 # CreateCluster refused a subnet's zone (the control plane's network interfaces
 # cannot go there); the error names the zones that can (validZones).
 UNSUPPORTED_ZONE_CODE = "UnsupportedAvailabilityZoneException"
@@ -207,6 +219,55 @@ def admin_principals_problem(arns, mode=None):
         return (f"admin_principal_arns: got {len(arns)} principal(s) with authentication_mode CONFIG_MAP; allowed: "
                 "none in CONFIG_MAP (access entries need API or API_AND_CONFIG_MAP)")
     return None
+
+
+def key_admin_principals(caller_arn, admins=()):
+    """The principals the secrets key's policy gives its lifecycle actions to: the caller's and ``admins``.
+
+    ``caller_arn`` is what sts:GetCallerIdentity answers. An assumed-role
+    session (``arn:aws:sts::ACCOUNT:assumed-role/ROLE/SESSION``) stands for its
+    role, ``arn:aws:iam::ACCOUNT:role/ROLE``; the session ARN does not carry the
+    role's path, so when ``admins`` holds a role of that account with that
+    name (role names are unique in an account, whatever the path), that ARN is
+    the caller's. Any other ARN (an IAM user or role, a federated user) is used
+    as it is. Sorted, each once. Raises ValueError on an ARN that is none of these.
+    """
+    match = CALLER_ARN_PATTERN.match(str(caller_arn or ""))
+    if not match:
+        raise ValueError(f"caller_arn: got {caller_arn!r}; allowed: the Arn of sts:GetCallerIdentity (arn:aws:sts::... or arn:aws:iam::...)")
+    admins = [str(arn) for arn in admins or []]
+    caller = caller_arn
+    session = ASSUMED_ROLE_PATTERN.match(match["rest"]) if match["service"] == "sts" else None
+    if session:
+        prefix = f"arn:{match['partition']}:iam::{match['account']}:role/"
+        caller = next((arn for arn in admins if arn.startswith(prefix) and arn.rsplit("/", 1)[1] == session["role"]),
+                      prefix + session["role"])
+    return sorted(set([caller] + admins))
+
+
+def secrets_key_policy(caller_arn, admins=()):
+    """The key policy the eks_cluster role gives the secrets key (a dict; amazon.aws.kms_key takes its JSON).
+
+    Statement one is AWS's default key policy statement: the account's IAM
+    policies decide (the reads and EnableKeyRotation of docs/iam/ stay
+    there). Statement two gives SECRETS_KEY_ADMIN_ACTIONS to
+    ``key_admin_principals(caller_arn, admins)``: CreateKey's lockout safety
+    check wants the caller able to call PutKeyPolicy on the new key, and the
+    teardown (ScheduleKeyDeletion) and a later run (CancelKeyDeletion,
+    EnableKey, UntagResource, UpdateKeyDescription) need them on this key only.
+    """
+    principals = key_admin_principals(caller_arn, admins)
+    match = CALLER_ARN_PATTERN.match(caller_arn)
+    root = f"arn:{match['partition']}:iam::{match['account']}:root"
+    return {
+        "Version": "2012-10-17",
+        "Id": "trainium-eks-secrets-key",
+        "Statement": [
+            {"Sid": "AccountIamPolicies", "Effect": "Allow", "Principal": {"AWS": root}, "Action": "kms:*", "Resource": "*"},
+            {"Sid": SECRETS_KEY_ADMINS_SID, "Effect": "Allow", "Principal": {"AWS": principals},
+             "Action": list(SECRETS_KEY_ADMIN_ACTIONS), "Resource": "*"},
+        ],
+    }
 
 
 def create_request(params):

@@ -31,7 +31,7 @@ from ansible.module_utils.parsing.convert_bool import BOOLEANS, boolean
 
 from ansible_collections.trainium.eks.plugins.module_utils import trainium_fsx as fsx
 from ansible_collections.trainium.eks.plugins.module_utils import trainium_limits as limits
-from ansible_collections.trainium.eks.plugins.module_utils.trainium_eks import MAX_ADMIN_PRINCIPALS, PRINCIPAL_ARN_PATTERN
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_eks import MAX_ADMIN_PRINCIPALS, MAX_KMS_KEY_ADMINS, PRINCIPAL_ARN_PATTERN
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_deployment import (
     DEPLOYMENT_VARIABLES,
     DNS_LABEL_RE,
@@ -284,22 +284,36 @@ def eks_cluster_problems(values):
                      "empty (EKS's default) or v" + ".".join(map(str, limits.VPC_CNI_EFA_ONLY_MIN)) + " or later: the node launch templates use "
                      "EFA-only network interfaces (EKS User Guide, \"Run machine learning training on Amazon EKS with Elastic Fabric Adapter\")")
     problems.extend(eks_access_problems(values))
+    problems.extend(kms_key_admin_problems(values))
     return problems
+
+
+def principal_list_problems(values, name, example, limit):
+    """A list of IAM role or user ARNs: each well formed, each once, at most limit of them."""
+    problems = Problems()
+    arns = values.get(name) or []
+    for index, arn in enumerate(arns):
+        problems.check_re(f"{name}[{index}]", arn, PRINCIPAL_ARN_PATTERN, f"the ARN of an IAM role or user, such as {example}")
+    if len(set(map(str, arns))) < len(arns):
+        problems.add(name, arns, "each principal once")
+    if len(arns) > limit:
+        problems.add(name, arns, f"at most {limit} principals")
+    return problems
+
+
+def kms_key_admin_problems(values):
+    """Who the secrets key's policy lets delete and re-policy the key besides the running principal."""
+    return principal_list_problems(values, "eks_cluster_kms_key_admins",
+                                   "arn:aws:iam::111122223333:role/trn-teardown (for an assumed-role session, its role's ARN, "
+                                   "with the role's path)", MAX_KMS_KEY_ADMINS)
 
 
 def eks_access_problems(values):
     """Who administers the cluster: principal ARNs, their number, and what the authentication mode allows."""
-    problems = Problems()
     name = "eks_cluster_admin_principal_arns"
     arns = values.get(name) or []
-    for index, arn in enumerate(arns):
-        problems.check_re(f"{name}[{index}]", arn, PRINCIPAL_ARN_PATTERN,
-                          "the ARN of an IAM role or user, such as arn:aws:iam::111122223333:role/platform-admins "
-                          "(for an assumed-role session, its role's ARN)")
-    if len(set(map(str, arns))) < len(arns):
-        problems.add(name, arns, "each principal once")
-    if len(arns) > MAX_ADMIN_PRINCIPALS:
-        problems.add(name, arns, f"at most {MAX_ADMIN_PRINCIPALS} principals")
+    problems = principal_list_problems(values, name, "arn:aws:iam::111122223333:role/platform-admins "
+                                       "(for an assumed-role session, its role's ARN)", MAX_ADMIN_PRINCIPALS)
     if values.get("eks_cluster_state", "present") != "present":
         return problems
     mode = values.get("eks_cluster_authentication_mode")

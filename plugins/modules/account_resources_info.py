@@ -18,7 +18,7 @@ description:
     what M(trainium.eks.eks_addon) would be given.
   - A resource whose RV(iam_roles) (or RV(kms_keys), RV(log_groups)) entry
     says C(in_place=true) exists with that trust policy, description,
-    attached managed policies, state, key rotation, retention and tags, so
+    attached managed policies, state, key rotation, key policy, retention and tags, so
     the task that would create or update it can be skipped. Otherwise
     RV(differences) says, one sentence each, what is missing or different.
   - The comparison is strict. A trust policy must be the same JSON once its
@@ -98,6 +98,12 @@ options:
         description:
           - Whether automatic key rotation must be on; not compared when omitted.
         type: bool
+      policy:
+        description:
+          - The key policy (its policy named C(default)), compared as M(amazon.aws.kms_key) compares it (order
+            of statements, lists and keys aside); not compared when omitted. A policy that cannot be read counts
+            as a difference.
+        type: dict
       tags:
         description:
           - Tags of the key, no more, no fewer (keys starting with C(aws:) aside).
@@ -171,7 +177,7 @@ notes:
   - AWS permissions used, all reads - C(eks:DescribeCluster) (with
     O(oidc_cluster_name)), C(eks:DescribeAddon) (with O(eks_addons)), C(iam:GetRole), C(iam:ListAttachedRolePolicies),
     C(kms:ListAliases), C(kms:DescribeKey), C(kms:GetKeyRotationStatus),
-    C(kms:ListResourceTags), C(logs:DescribeLogGroups) and
+    C(kms:ListResourceTags), C(kms:GetKeyPolicy) (with O(kms_keys[].policy)), C(logs:DescribeLogGroups) and
     C(logs:ListTagsLogGroup).
 extends_documentation_fragment:
   - amazon.aws.common.modules
@@ -267,6 +273,7 @@ def main():
             description=dict(type="str"),
             enabled=dict(type="bool", default=True),
             enable_key_rotation=dict(type="bool", no_log=False),
+            policy=dict(type="dict"),
             tags=dict(type="dict", default={}),
         )),
         log_groups=dict(type="list", elements="dict", default=[], options=dict(

@@ -51,6 +51,8 @@ import pathlib
 import re
 import warnings
 
+import yaml
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 HERE = pathlib.Path(__file__).resolve().parent
 POLICY_DIR = ROOT / "docs" / "iam"
@@ -63,7 +65,7 @@ POLICY_FILE_RE = re.compile(r"^trainium-eks-(?P<stage>[a-z]+)(?:-(?P<part>[a-z]+
 # playbooks/scale.yml's own plays (they read the node group its infrastructure play resizes).
 PLAY_STAGES = {"Preflight": "preflight", "Infrastructure": "infrastructure", "Platform": "infrastructure", "Training": "training",
                "Status": "status", "Teardown": "teardown", "Scale": "infrastructure"}
-PLACEHOLDERS = ("ACCOUNT_ID", "REGION", "CLUSTER_NAME", "REPOSITORY_NAME")
+PLACEHOLDERS = ("ACCOUNT_ID", "REGION", "CLUSTER_NAME", "REPOSITORY_NAME", "ADDON_REGISTRY_ACCOUNT")
 # IAM's limit for a customer managed policy, whitespace not counted ...
 MANAGED_POLICY_MAX_CHARS = 6144
 # ... and what each file may take, rendered with the longest values (worst_case_renderings): 10% stays free.
@@ -77,12 +79,14 @@ MAX_REPOSITORY_NAME_CHARS = 256
 # The partitions docs/iam-policy.md covers (arn:aws: replaced by arn:<partition>:).
 PARTITIONS = ("aws", "aws-cn", "aws-us-gov")
 OPERATORS = ("StringEquals", "StringLike", "ArnEquals", "ArnLike", "Bool",
-             "ForAnyValue:StringEquals", "ForAnyValue:StringLike", "ForAllValues:StringEquals", "ForAllValues:StringLike")
+             "ForAnyValue:StringEquals", "ForAnyValue:StringLike", "ForAllValues:StringEquals", "ForAllValues:StringLike",
+             "ForAllValues:StringNotEquals")
 # Condition keys a recorded request carries, from its parameters (and aws:RequestTag/<key> from its Tags) ...
 REQUEST_CONDITION_KEYS = {"iam:PolicyARN": "PolicyArn", "iam:AWSServiceName": "AWSServiceName"}
 # ... (aws:RequestedRegion: the region the recorder saw the client use; ec2:CreateAction: the create whose
-# TagSpecifications AWS authorizes as ec2:CreateTags, see EC2_RESOURCES) ...
-REQUEST_SET_KEYS = ("aws:RequestedRegion", "ec2:CreateAction")
+# TagSpecifications AWS authorizes as ec2:CreateTags, see EC2_RESOURCES; aws:TagKeys: the keys of the request's
+# tags, or of an UntagResource's TagKeys) ...
+REQUEST_SET_KEYS = ("aws:RequestedRegion", "ec2:CreateAction", "aws:TagKeys")
 REQUEST_TAG = "aws:RequestTag/"
 # ... keys of the resource it acts on, known from what the record saw of the resource (_State) ...
 RESOURCE_TAG = "aws:ResourceTag/"
@@ -96,6 +100,18 @@ AWS_SET_CONDITION_KEYS = {
     "kms:ViaService": "EKS calls CreateGrant on the secrets key in CreateCluster, in the caller's name",
     "kms:GrantIsForAWSResource": "EKS creates the grant on the secrets key with the caller's permissions",
 }
+# KMS key policies. The IAM policies of docs/iam/ no longer grant these actions on key/* (an alias, which anyone
+# with kms:CreateAlias can put on any key, was all that told the cluster's key from another): the secrets key's
+# own policy grants them, the one the eks_cluster role sets in CreateKey (and PutKeyPolicy) for the principal
+# that runs it and eks_cluster_kms_key_admins (plugins/module_utils/trainium_eks.py secrets_key_policy;
+# tests/unit/tools/test_iam_policy_files.py checks that the two lists agree). Modelled narrowly: only these
+# actions, only on a key whose policy the record saw the collection set, only through an Allow statement
+# without conditions that names the caller itself (the principal the record saw sts:GetCallerIdentity answer,
+# an assumed-role session as its role). The account-root statement only hands the decision to the IAM
+# policies, which ``allows`` evaluates; it never counts here. Another key (AWS's default key policy) gets
+# nothing from this, whatever alias it carries.
+KEY_POLICY_ACTIONS = ("kms:CancelKeyDeletion", "kms:EnableKey", "kms:PutKeyPolicy", "kms:ScheduleKeyDeletion",
+                      "kms:UntagResource", "kms:UpdateKeyDescription")
 # A resource key whose value the record cannot tell: the condition is AWS's to check (reported, never a problem).
 AWS_ONLY = "(checked by AWS only)"
 # A resource a create request makes: its ID is AWS's choice; it has no tags and no aliases yet.
@@ -237,11 +253,7 @@ NOT_RECORDED = {
         "iam:UntagRole": _UPDATE,
         "iam:UpdateAssumeRolePolicy": _UPDATE,
         "iam:UpdateRole": _UPDATE,
-        "kms:CancelKeyDeletion": "a run within the deletion window after a teardown takes the key back",
         "kms:CreateGrant": "EKS grants itself the secrets key in CreateCluster (AWS only: kms:ViaService)",
-        "kms:EnableKey": "a secrets key disabled by hand is enabled again (kms_key enabled: true)",
-        "kms:UntagResource": _UPDATE,
-        "kms:UpdateKeyDescription": _UPDATE,
         "logs:TagLogGroup": _UPDATE,
         "logs:TagResource": _TAG_ON_CREATE,
         "logs:UntagLogGroup": _UPDATE,
@@ -334,7 +346,7 @@ def worst_case_renderings(text):
     """
     for partition, region in longest_regions().items():
         values = {"ACCOUNT_ID": "1" * 12, "REGION": region, "CLUSTER_NAME": "c" * MAX_CLUSTER_NAME_CHARS,
-                  "REPOSITORY_NAME": "r" * MAX_REPOSITORY_NAME_CHARS}
+                  "REPOSITORY_NAME": "r" * MAX_REPOSITORY_NAME_CHARS, "ADDON_REGISTRY_ACCOUNT": "2" * 12}
         yield partition, region, render(text, values).replace("arn:aws:", f"arn:{partition}:")
 
 
@@ -368,6 +380,8 @@ def key_kind(key):
 def _compare(operator, given, wanted):
     if operator in ("StringEquals", "ArnEquals"):
         return given in wanted
+    if operator == "StringNotEquals":
+        return given not in wanted
     if operator in ("StringLike", "ArnLike"):
         return any(_matches(w, given) for w in wanted)
     if operator == "Bool":
@@ -449,12 +463,19 @@ def record_calls(env, path):
     return pathlib.Path(path)
 
 
+def addon_registry_account(region):
+    """The account of the EKS add-on registry of ``region`` (the efa_device_plugin role's table)."""
+    defaults = yaml.safe_load((ROOT / "roles" / "efa_device_plugin" / "defaults" / "main.yml").read_text(encoding="utf-8"))
+    return defaults["efa_device_plugin_ecr_accounts"][region]
+
+
 def assert_record_allowed(path, account, local_vars, cluster, unused=False):
     """Fail unless docs/iam/ allows every request recorded at ``path`` (``problems_of_record``); the report's lines
     become warnings. ``account`` is the rehearsal account (tests/conftest.py AwsAccount), ``local_vars`` the local
     inventory's deployment variables."""
     values = {"ACCOUNT_ID": account.client("sts").get_caller_identity()["Account"], "REGION": local_vars["trainium_region"],
-              "CLUSTER_NAME": cluster, "REPOSITORY_NAME": local_vars["trainium_image"]["repository"]}
+              "CLUSTER_NAME": cluster, "REPOSITORY_NAME": local_vars["trainium_image"]["repository"],
+              "ADDON_REGISTRY_ACCOUNT": addon_registry_account(local_vars["trainium_region"])}
     problems, report = problems_of_record(path, values, unused=unused)
     for line in report:
         warnings.warn(line)
@@ -477,6 +498,21 @@ def _tags_of(tags):
     return {str(tag.get("Key", tag.get("TagKey"))): str(tag.get("Value", tag.get("TagValue", ""))) for tag in tags or []}
 
 
+ASSUMED_ROLE_RE = re.compile(r"arn:(?P<partition>[a-z-]+):sts::(?P<account>[0-9]{12}):assumed-role/(?P<role>[^/]+)/[^/]+")
+
+
+def _names_caller(principal, caller):
+    """Whether a key policy's AWS principal is the caller: its own ARN, or for an assumed-role session its role's
+    ARN (with any path: role names are unique in an account)."""
+    if principal == caller:
+        return True
+    session = ASSUMED_ROLE_RE.fullmatch(str(caller))
+    if not session:
+        return False
+    prefix = f"arn:{session['partition']}:iam::{session['account']}:role/"
+    return str(principal).startswith(prefix) and str(principal).rsplit("/", 1)[1] == session["role"]
+
+
 class _State:
     """What the record shows, as it goes, of the resource attributes that the policies' conditions read.
 
@@ -490,6 +526,9 @@ class _State:
     CreateFileSystem and Describe* answers, changed by TagResource/UntagResource.
     IAM OIDC providers: their tags, from CreateOpenIDConnectProvider (with the
     request's tags) and GetOpenIDConnectProvider.
+    KMS key policies: the Policy of CreateKey (with the key ID of its answer)
+    and of PutKeyPolicy; and the caller, from sts:GetCallerIdentity's answer
+    (see KEY_POLICY_ACTIONS).
     EC2 resources: their tags (ec2:ResourceTag/<key>, aws:ResourceTag/<key>),
     from the answers of creates (with the request's TagSpecifications, which
     AWS applies in the create) and of Describe* and DescribeTags, changed by
@@ -508,6 +547,8 @@ class _State:
         self.launch_templates = {}  # launch template name: ID
         self.associations = {}  # route table association ID: [route table ID, subnet ID]
         self.oidc = {}  # IAM OIDC provider ARN: {key: value}
+        self.key_policies = {}  # KMS key ID: the key policy the record saw set (CreateKey, PutKeyPolicy)
+        self.caller = None  # the Arn sts:GetCallerIdentity last answered
 
     @staticmethod
     def ec2_key(resource_id):
@@ -559,9 +600,29 @@ class _State:
             return {prefix + key: value for key, value in self.ec2[tail].items() for prefix in (EC2_RESOURCE_TAG, RESOURCE_TAG)}
         return {}
 
+    def key_policy_allows(self, action, arn):
+        """Whether the key policy the record saw set on the key ``arn`` gives ``action`` to the caller (KEY_POLICY_ACTIONS):
+        True, False, or AWS_ONLY when the record cannot tell (a key whose policy it never saw, an unknown caller)."""
+        key_id = arn.rsplit("/", 1)[1] if ":kms:" in arn and ":key/" in arn else None
+        if action not in KEY_POLICY_ACTIONS or key_id is None:
+            return False
+        if key_id not in self.key_policies or not self.caller:
+            return AWS_ONLY
+        for statement in _as_list(self.key_policies[key_id].get("Statement") or []):
+            if statement.get("Effect") != "Allow" or "Condition" in statement or statement.get("Resource") != "*":
+                continue
+            if action not in _as_list(statement.get("Action") or []):
+                continue
+            principals = _as_list((statement.get("Principal") or {}).get("AWS") or []) if isinstance(statement.get("Principal"), dict) else []
+            if any(_names_caller(principal, self.caller) for principal in principals):
+                return True
+        return False
+
     def sent(self, entry):
         """What a request changes, once it is checked."""
         service, operation, params = entry["signing_name"], entry["operation"], entry.get("params", {})
+        if service == "kms" and operation == "PutKeyPolicy" and self.key_id(params.get("KeyId")) and params.get("Policy"):
+            self.key_policies[self.key_id(params["KeyId"])] = json.loads(params["Policy"])
         if service == "kms" and operation == "CreateAlias" and self.key_id(params.get("TargetKeyId")):
             self._add_alias(self.key_id(params["TargetKeyId"]), params.get("AliasName"), self.step + 1)
         elif service == "fsx" and operation in ("TagResource", "UntagResource"):
@@ -586,6 +647,10 @@ class _State:
         named = str((entry.get("params") or {}).get("KeyId") or "")
         if service == "kms" and operation == "CreateKey" and facts.get("KeyId"):
             self.aliases.setdefault(facts["KeyId"], {})
+            # Without a Policy, AWS's default key policy: the account-root statement alone, which names no caller.
+            self.key_policies[facts["KeyId"]] = json.loads((entry.get("params") or {}).get("Policy") or '{"Statement": []}')
+        elif service == "sts" and operation == "GetCallerIdentity" and facts.get("Arn"):
+            self.caller = facts["Arn"]
         elif service == "kms" and operation == "DescribeKey" and facts.get("KeyId") and named.startswith("alias/"):
             self._add_alias(facts["KeyId"], named, self.step)
         elif service == "kms" and operation == "ListAliases":
@@ -713,6 +778,9 @@ def context_of(call):
     context = {key: params[param] for key, param in REQUEST_CONDITION_KEYS.items() if param in params}
     tags = _spec_tags(params) if call.get("signing_name") == "ec2" and "TagSpecifications" in params else _tags_of(params.get("Tags") or params.get("tags"))
     context.update({REQUEST_TAG + key: value for key, value in tags.items()})
+    tag_keys = list(tags) or [str(key) for key in params.get("TagKeys") or []]
+    if tag_keys:
+        context["aws:TagKeys"] = tag_keys
     if call.get("region"):
         context["aws:RequestedRegion"] = call["region"]
     return context
@@ -743,17 +811,18 @@ def read_record(path, account, region):
                 "resources": resources_of(entry, account, region, state), "context": context_of(entry), "implied_by": None,
             }
             call["resource_context"] = {arn: state.context(arn) for arn in call["resources"]}
+            call["key_policy"] = {arn: state.key_policy_allows(call["action"], arn) for arn in call["resources"]}
             calls.append(call)
             if call["action"] in TAG_ON_CREATE and _tags_of(entry["params"].get("Tags")):
                 service = entry["signing_name"]
                 new = (f"arn:aws:kms:{region}:{account}:key/*" if service == "kms"
                        else f"arn:aws:{service}:{region}:{account}:file-system/{NEW_RESOURCE_ID}")
                 calls.append({**call, "action": TAG_ON_CREATE[call["action"]], "resources": [new],
-                              "resource_context": {new: state.context(new)}, "implied_by": call["action"]})
+                              "resource_context": {new: state.context(new)}, "key_policy": {}, "implied_by": call["action"]})
             created = EC2_RESOURCES.get(entry["operation"], (None, ()))[0] if entry["signing_name"] == "ec2" else None
             if created and entry["params"].get("TagSpecifications"):
                 new = f"arn:aws:ec2:{region}:{account}:{created}/{NEW_RESOURCE_ID}"
-                calls.append({**call, "action": "ec2:CreateTags", "resources": [new], "resource_context": {new: {}},
+                calls.append({**call, "action": "ec2:CreateTags", "resources": [new], "resource_context": {new: {}}, "key_policy": {},
                               "context": {**call["context"], "ec2:CreateAction": entry["operation"]}, "implied_by": call["action"]})
             state.sent(entry)
     return calls
@@ -788,6 +857,13 @@ def problems_of_record(path, values, unused=False):
         seen[call["stage"]].add(call["action"])
         named = f" on {', '.join(call['resources'])}" if call["resources"] else ""
         policy = policies[call["stage"]]
+        by_key_policy = call.get("key_policy") or {}
+        if call["resources"] and all(by_key_policy.get(arn) for arn in call["resources"]):
+            # KEY_POLICY_ACTIONS on the secrets key: its own key policy allows them (not the IAM policies).
+            if any(by_key_policy[arn] == AWS_ONLY for arn in call["resources"]):
+                report.append(f"{call['stage']}: {where}{named}: allowed if the key's policy names the caller, "
+                              "which the record does not show (AWS checks it)")
+            continue
         if not allows(policy, call["action"], call["resources"], call["context"], call["resource_context"]):
             context = f" with {call['context']}" if call["context"] else ""
             state = {arn: keys for arn, keys in call["resource_context"].items() if keys}

@@ -20,8 +20,9 @@ name an IAM resource or carry a condition key (``NAMED_PARAMETERS``), so that
 the test can check the policies' resource scoping too. And one ``response``
 line per successful answer that shows what conditions on a resource read
 (``answer_facts``: the aliases of KMS keys, the tags of FSx file systems and
-backups, of EC2 resources and of IAM OIDC providers). Nothing is recorded without ``TRAINIUM_IAM_RECORD``; nothing is
-ever changed in a request or an answer.
+backups, of EC2 resources and of IAM OIDC providers, and the caller's ARN).
+Nothing is recorded without ``TRAINIUM_IAM_RECORD``; nothing is ever changed
+in a request or an answer.
 
 botocore marks its plugin hook (``botocore/plugin.py``) private and may
 change it; botocore is pinned in requirements.txt, and the IAM test fails
@@ -39,6 +40,8 @@ RECORD_VARIABLE = "TRAINIUM_IAM_RECORD"
 NAMED_PARAMETERS = (
     "AWSServiceName", "AliasName", "BackupId", "FileSystemId", "InstanceProfileName", "KeyId", "Name",
     "OpenIDConnectProviderArn", "PolicyArn", "QuotaCode", "ResourceARN", "ResourceArn", "RoleName", "ServiceCode",
+    # KMS: the key policy of CreateKey and PutKeyPolicy (what the key's lifecycle actions are allowed by).
+    "Policy",
     "TagKeys", "Tags", "TargetKeyId", "clusterName", "logGroupName", "name", "nodegroupName", "principalArn",
     "repositoryName", "repositoryNames", "resourceArn",
     # EKS's and ECR's request tags (aws:RequestTag/<key>, e.g. on eks:CreateCluster).
@@ -95,6 +98,9 @@ def answer_facts(service, operation, parsed):
     """What an answer shows of the resources whose attributes the policies' conditions read; None: nothing."""
     if service == "kms" and operation in ("CreateKey", "DescribeKey"):
         return {"KeyId": (parsed.get("KeyMetadata") or {}).get("KeyId")}
+    if service == "sts" and operation == "GetCallerIdentity":
+        # The principal a key policy must name (tests/iam/iam_policy.py KEY_POLICY_ACTIONS).
+        return {"Arn": parsed.get("Arn")}
     if service == "kms" and operation == "ListAliases":
         return {"Aliases": [[alias["AliasName"], alias["TargetKeyId"]] for alias in parsed.get("Aliases") or [] if alias.get("TargetKeyId")]}
     if service == "ec2":

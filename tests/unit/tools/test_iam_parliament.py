@@ -30,7 +30,8 @@ _SPEC = importlib.util.spec_from_file_location("iam_policy", ROOT / "tests" / "i
 iam_policy = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(iam_policy)
 
-VALUES = {"ACCOUNT_ID": "111122223333", "REGION": "eu-north-1", "CLUSTER_NAME": "trn-prod", "REPOSITORY_NAME": "bert"}
+VALUES = {"ACCOUNT_ID": "111122223333", "REGION": "eu-north-1", "CLUSTER_NAME": "trn-prod", "REPOSITORY_NAME": "bert",
+          "ADDON_REGISTRY_ACCOUNT": "602401143452"}
 DOC = ROOT / "docs" / "iam-policy.md"
 SECTION = "## What parliament reports"
 ROW_RE = re.compile(r"^\| `(?P<file>[^`]+)` \| `(?P<issue>[A-Z_]+)` \| (?P<actions>[^|]+) \| (?P<reason>[^|]+) \|$")

@@ -24,7 +24,8 @@ _SPEC = importlib.util.spec_from_file_location("iam_policy", _PATH)
 iam_policy = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(iam_policy)
 
-VALUES = {"ACCOUNT_ID": "111122223333", "REGION": "eu-north-1", "CLUSTER_NAME": "trn-prod", "REPOSITORY_NAME": "bert"}
+VALUES = {"ACCOUNT_ID": "111122223333", "REGION": "eu-north-1", "CLUSTER_NAME": "trn-prod", "REPOSITORY_NAME": "bert",
+          "ADDON_REGISTRY_ACCOUNT": "602401143452"}
 FILES = sorted(path for stage in iam_policy.STAGES for path in iam_policy.policy_paths(stage))
 # Keys with a set of values (a KMS key's aliases, a request's tag keys): only they take ForAnyValue / ForAllValues.
 MULTIVALUED_KEYS = {"kms:ResourceAliases", "aws:TagKeys"}
@@ -95,7 +96,7 @@ def test_placeholders_are_the_documented_ones_and_render_to_valid_arns(path):
     rendered = iam_policy.load_policy_file(path, VALUES)
     for statement in rendered["Statement"]:
         for arn in iam_policy._as_list(statement["Resource"]):  # pylint: disable=protected-access
-            assert arn == "*" or re.fullmatch(r"arn:aws:[a-z0-9-]+:(eu-north-1)?:(111122223333)?:\S+", arn), arn
+            assert arn == "*" or re.fullmatch(r"arn:aws:[a-z0-9-]+:(eu-north-1)?:(111122223333|602401143452)?:\S+", arn), arn
     doc = (iam_policy.ROOT / "docs" / "iam-policy.md").read_text(encoding="utf-8")
     assert path.name in doc
     for name in iam_policy.PLACEHOLDERS:
@@ -246,28 +247,55 @@ OTHER_KEY_ARN = f"arn:aws:kms:eu-north-1:111122223333:key/{OTHER_KEY_ID}"
 CLUSTER_TAG = {"Key": "trainium.eks/cluster", "Value": "trn-prod"}
 
 
+CALLER = "arn:aws:sts::111122223333:assumed-role/deployer/ci-run"
+
+
+def _sts_caller(arn=CALLER):
+    return {"signing_name": "sts", "endpoint_prefix": "sts", "operation": "GetCallerIdentity", "params": {}, "response": {"Arn": arn}}
+
+
+def _key_policy(*principals):
+    """The policy the eks_cluster role gives the secrets key (trainium_eks.secrets_key_policy), naming ``principals``."""
+    return json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Sid": "AccountIamPolicies", "Effect": "Allow", "Principal": {"AWS": "arn:aws:iam::111122223333:root"}, "Action": "kms:*",
+         "Resource": "*"},
+        {"Sid": "TrainiumEksKeyAdministrators", "Effect": "Allow", "Principal": {"AWS": list(principals)},
+         "Action": list(iam_policy.KEY_POLICY_ACTIONS), "Resource": "*"}]})
+
+
 def test_a_record_tells_the_aliases_of_keys_and_the_tags_of_file_systems(tmp_path):
     record = tmp_path / "record.jsonl"
+    policy = _key_policy("arn:aws:iam::111122223333:role/ci/deployer")  # the caller's role, with its path
+    ours = {"trainium.eks/cluster": "trn-prod"}
     lines = [
-        {"play": "Infrastructure - cluster"}, {"task": "Create the KMS key that encrypts Kubernetes secrets"},
-        _kms("CreateKey", {"Tags": [{"TagKey": "trainium.eks/cluster", "TagValue": "trn-prod"}]}),
-        _kms("CreateKey", response={"KeyId": KEY_ID}),
+        {"play": "Infrastructure - cluster"}, {"task": "Read the principal and the account the cluster goes to"},
+        _sts_caller(),
+        {"task": "Create the KMS key that encrypts Kubernetes secrets"},
+        _kms("CreateKey", {"Tags": [{"TagKey": "trainium.eks/cluster", "TagValue": "trn-prod"}], "Policy": policy}),
+        _kms("CreateKey", {"Policy": policy}, response={"KeyId": KEY_ID}),
         _kms("CreateAlias", {"AliasName": "alias/trn-prod-eks-secrets", "TargetKeyId": KEY_ARN}),
-        # the alias is not there yet for the rest of the task (AWS: up to five minutes)
+        # the key policy set in CreateKey allows it at once; no alias needed
         _kms("UpdateKeyDescription", {"KeyId": KEY_ARN}),
+        # another team's key (AWS's default key policy), given the cluster's alias: nothing of its lifecycle follows
+        _kms("CreateKey", response={"KeyId": OTHER_KEY_ID}),
         {"task": "Create the FSx for Lustre file system"},
         _fsx("CreateFileSystem", {"Tags": [CLUSTER_TAG, {"Key": "Name", "Value": "trn-prod-data"}]}),
-        _fsx("CreateFileSystem", response={"Tags": {"fs-1": {"trainium.eks/cluster": "trn-prod", "Name": "trn-prod-data"}}}),
+        _fsx("CreateFileSystem", response={"Tags": {"fs-1": dict(ours, Name="trn-prod-data"), "fs-2": dict(ours)}}),
         _fsx("CreateFileSystem", {"Tags": [{"Key": "Name", "Value": "not-tagged-for-the-cluster"}]}),
         _fsx("UpdateFileSystem", {"FileSystemId": "fs-1"}),
         _fsx("TagResource", {"ResourceARN": "arn:aws:fsx:eu-north-1:111122223333:file-system/fs-1", "Tags": [{"Key": "team", "Value": "a"}]}),
+        _fsx("UntagResource", {"ResourceARN": "arn:aws:fsx:eu-north-1:111122223333:file-system/fs-1", "TagKeys": ["team"]}),
+        # the ownership tag of an own file system is neither handed to another deployment nor removed
+        _fsx("TagResource", {"ResourceARN": "arn:aws:fsx:eu-north-1:111122223333:file-system/fs-2",
+                             "Tags": [{"Key": "trainium.eks/cluster", "Value": "someone-else"}]}),
+        _fsx("UntagResource", {"ResourceARN": "arn:aws:fsx:eu-north-1:111122223333:file-system/fs-2", "TagKeys": ["trainium.eks/cluster"]}),
         _fsx("UpdateFileSystem", {"FileSystemId": "fs-0"}),  # made before the record: AWS checks its tag
         {"play": "Teardown - all"}, {"task": "Schedule the deletion of the secrets encryption key"},
         _kms("DescribeKey", {"KeyId": "alias/trn-prod-eks-secrets"}),
         _kms("ScheduleKeyDeletion", {"KeyId": KEY_ARN}),
-        _kms("ListAliases", response={"Aliases": [["alias/someone-else", OTHER_KEY_ID]]}),
+        _kms("ListAliases", response={"Aliases": [["alias/trn-prod-eks-secrets", OTHER_KEY_ID]]}),
         _kms("ScheduleKeyDeletion", {"KeyId": OTHER_KEY_ARN}),
-        _kms("ScheduleKeyDeletion", {"KeyId": "5555abcd-12ab-34cd-56ef-1234567890ab"}),  # never seen: AWS checks its aliases
+        _kms("ScheduleKeyDeletion", {"KeyId": "5555abcd-12ab-34cd-56ef-1234567890ab"}),  # never seen: AWS checks its key policy
         {"task": "Delete the FSx for Lustre file system"},
         _fsx("DescribeFileSystems", response={"Tags": {"fs-9": {"trainium.eks/cluster": "someone-else"}}}),
         _fsx("DeleteFileSystem", {"FileSystemId": "fs-1"}),
@@ -284,12 +312,62 @@ def test_a_record_tells_the_aliases_of_keys_and_the_tags_of_file_systems(tmp_pat
         "fsx:CreateFileSystem arn:aws:fsx:eu-north-1:111122223333:file-system/(new)",  # without the cluster's tag
         "fsx:DeleteFileSystem arn:aws:fsx:eu-north-1:111122223333:file-system/fs-9",  # another cluster's
         "fsx:TagResource (the tags of fsx:CreateFileSystem) arn:aws:fsx:eu-north-1:111122223333:file-system/(new)",
-        f"kms:ScheduleKeyDeletion {OTHER_KEY_ARN}",  # another alias
-        f"kms:UpdateKeyDescription {KEY_ARN}",  # the alias made in the same task does not count yet
+        "fsx:TagResource arn:aws:fsx:eu-north-1:111122223333:file-system/fs-2",  # the ownership tag, changed
+        "fsx:UntagResource arn:aws:fsx:eu-north-1:111122223333:file-system/fs-2",  # the ownership tag, removed
+        f"kms:ScheduleKeyDeletion {OTHER_KEY_ARN}",  # its key policy is AWS's default, whatever alias it carries
     ], problems
     assert len(report) == 2, report
     assert any("fsx:UpdateFileSystem" in line and "fs-0" in line for line in report)
     assert any("kms:ScheduleKeyDeletion" in line and "5555abcd" in line for line in report)
+
+
+@pytest.mark.parametrize("caller, principals, allowed", [
+    (CALLER, ["arn:aws:iam::111122223333:role/deployer"], True),  # a session stands for its role
+    (CALLER, ["arn:aws:iam::111122223333:role/ci/deployer"], True),  # ... with any path
+    (CALLER, ["arn:aws:iam::111122223333:role/deployer-2", "arn:aws:iam::444455556666:role/deployer"], False),
+    ("arn:aws:iam::111122223333:user/alice", ["arn:aws:iam::111122223333:user/alice"], True),
+    ("arn:aws:iam::111122223333:user/alice", ["arn:aws:iam::111122223333:user/bob"], False),
+    # the account-root statement alone hands the decision to IAM, whose policies no longer grant it
+    ("arn:aws:iam::111122223333:user/alice", [], False),
+])
+def test_the_key_lifecycle_is_allowed_by_the_key_policy_for_the_principals_it_names(tmp_path, caller, principals, allowed):
+    record = tmp_path / "record.jsonl"
+    lines = [
+        {"play": "Infrastructure - cluster"}, {"task": "caller"}, _sts_caller(caller), {"task": "key"},
+        _kms("CreateKey", {"Policy": _key_policy(*principals)}, response={"KeyId": KEY_ID}),
+        {"task": "later"}, _kms("CancelKeyDeletion", {"KeyId": KEY_ARN}), _kms("EnableKey", {"KeyId": KEY_ARN}),
+        _kms("PutKeyPolicy", {"KeyId": KEY_ARN, "Policy": _key_policy(*principals)}),
+        {"play": "Teardown - all"}, {"task": "key"}, _kms("ScheduleKeyDeletion", {"KeyId": KEY_ARN}),
+    ]
+    record.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    problems, report = iam_policy.problems_of_record(record, VALUES)
+    assert (problems == []) is allowed, problems
+    assert len(problems) == (0 if allowed else 4) and report == []
+
+
+def test_without_the_caller_in_the_record_the_key_policy_is_left_to_aws(tmp_path):
+    record = tmp_path / "record.jsonl"
+    lines = [{"play": "Teardown - all"}, {"task": "key"},
+             _kms("CreateKey", {"Policy": _key_policy("arn:aws:iam::111122223333:role/deployer")}, response={"KeyId": KEY_ID}),
+             _kms("ScheduleKeyDeletion", {"KeyId": KEY_ARN})]
+    record.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    problems, report = iam_policy.problems_of_record(record, VALUES)
+    assert not [p for p in problems if "ScheduleKeyDeletion" in p], problems
+    assert len(report) == 1 and "kms:ScheduleKeyDeletion" in report[0] and "key's policy" in report[0], report
+
+
+def test_no_iam_policy_grants_a_key_lifecycle_action_and_the_key_policy_gives_exactly_those():
+    """An alias can be put on any key (kms:CreateAlias on key/*), so no IAM statement may grant what deletes, disables
+    or re-policies a key: those come from the key policy of the secrets key alone (issue 27)."""
+    from ansible_collections.trainium.eks.plugins.module_utils import trainium_eks  # pylint: disable=import-outside-toplevel
+
+    assert sorted(iam_policy.KEY_POLICY_ACTIONS) == sorted(trainium_eks.SECRETS_KEY_ADMIN_ACTIONS)
+    dangerous = set(iam_policy.KEY_POLICY_ACTIONS) | {"kms:DisableKey", "kms:DeleteAlias", "kms:UpdateAlias", "kms:*"}
+    for stage in iam_policy.STAGES:
+        policy = iam_policy.load_policy(stage, VALUES)
+        assert not dangerous & set(iam_policy.policy_actions(policy)), stage
+        assert not any(iam_policy.allows(policy, action, [KEY_ARN], {}, {KEY_ARN: {"kms:ResourceAliases": ["alias/trn-prod-eks-secrets"]}})
+                       for action in dangerous), stage
 
 
 def test_create_cluster_is_allowed_on_any_resource_and_only_with_the_deployment_tag():

@@ -48,3 +48,11 @@ def test_describe_tags_gives_only_what_it_lists_and_other_answers_nothing():
     assert facts == {"TagsSeen": {"nat-1": {"Name": "trn-prod-nat"}}}
     assert recorder.answer_facts("ec2", "DescribeInstanceTypes", {"InstanceTypes": [{"InstanceType": "trn1.32xlarge"}]}) is None
     assert recorder.answer_facts("ec2", "CreateRoute", {"Return": True}) is None
+
+
+def test_the_caller_and_key_policies_are_kept_for_the_key_policy_check():
+    """The secrets key's lifecycle actions are allowed by its key policy for the caller (iam_policy.KEY_POLICY_ACTIONS):
+    the record keeps who the caller is and the Policy the collection sent."""
+    arn = "arn:aws:sts::111122223333:assumed-role/deployer/ci"
+    assert recorder.answer_facts("sts", "GetCallerIdentity", {"Arn": arn, "Account": "111122223333", "UserId": "AROA:ci"}) == {"Arn": arn}
+    assert "Policy" in recorder.NAMED_PARAMETERS

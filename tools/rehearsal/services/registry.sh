@@ -146,6 +146,11 @@ svc_registry_up() {
   ensure_daemon registry registry_healthy 30 "$REGISTRY_PORT" -- \
     /usr/bin/docker-registry serve "$(registry_dir)/config.yml"
   registry_base_image
+  # Stand-ins of the platform roles' images, which image_digest pins by digest
+  # through the mirror the local inventory names (tools/rehearsal/platform_images.py).
+  "$VENV/bin/python" "$ROOT/tools/rehearsal/platform_images.py" --registry "$HOST:$REGISTRY_PORT" \
+    --password-file "$(registry_dir)/password" --ca-file "$(registry_dir)/ca/ca.crt" \
+    || { say "registry: pushing the platform image stand-ins failed"; return 1; }
 }
 
 # "package=version" of every base package's candidate version: one apt-cache

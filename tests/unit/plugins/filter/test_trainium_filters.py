@@ -35,6 +35,7 @@ def test_filter_names():
         "log_figures": filters.log_figures,
         "volcano_release_sha256": filters.volcano_release_sha256,
         "acceptance_plan": filters.acceptance_plan,
+        "secrets_key_policy": filters.secrets_key_policy,
     }
     # Every filter documents itself (plugins/filter/<name>.yml, what ansible-doc -t filter reads).
     docs = pathlib.Path(filters.__file__).parent
@@ -76,3 +77,12 @@ def test_job_fit_errors_takes_job_first(capacity):
         "trainium_job.nnodes: got 3 (int); allowed: at most 2, the node count of pool 'trn1'",
     ]
     assert filters.job_fit_errors(dict(job, nnodes=2), POOLS, capacity) == []
+
+
+def test_secrets_key_policy_takes_the_caller_first_and_refuses_what_is_no_caller_arn():
+    policy = filters.secrets_key_policy("arn:aws:sts::111122223333:assumed-role/deployer/ci-42", ["arn:aws:iam::111122223333:role/trn-teardown"])
+    assert policy["Statement"][1]["Principal"] == {"AWS": ["arn:aws:iam::111122223333:role/deployer", "arn:aws:iam::111122223333:role/trn-teardown"]}
+    assert filters.secrets_key_policy("arn:aws:iam::111122223333:user/alice")["Statement"][1]["Principal"] == {
+        "AWS": ["arn:aws:iam::111122223333:user/alice"]}
+    with pytest.raises(AnsibleFilterError, match="caller_arn: got 'deployer'; allowed: the Arn of sts:GetCallerIdentity"):
+        filters.secrets_key_policy("deployer", [])

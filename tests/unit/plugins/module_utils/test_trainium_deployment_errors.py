@@ -53,6 +53,8 @@ BASELINE = {
         "max_retry": 3,
     },
     "trainium_tags": {"team": "ml-platform"},
+    "trainium_image_mirrors": {},
+    "trainium_registry_ca_dir": "",
 }
 
 _DELETE = object()
@@ -216,11 +218,19 @@ BAD_INPUTS = [
     _case("price-negative", {"trainium_hourly_prices": {"trn1.32xlarge": -1}}, "trainium_hourly_prices.trn1.32xlarge", "a number of 0 or more"),
     _case("price-text", {"trainium_hourly_prices": {"trn1.32xlarge": "21.50"}}, "trainium_hourly_prices.trn1.32xlarge", "a number of 0 or more"),
     _case("timeline-dir-relative", {"trainium_timeline_dir": "runs"}, "trainium_timeline_dir", "an absolute path or one under ~"),
+    _case("mirrors-a-list", {"trainium_image_mirrors": ["127.0.0.1:5050"]}, "trainium_image_mirrors", "a mapping of registry host (or *)"),
+    _case("mirror-with-scheme", {"trainium_image_mirrors": {"quay.io": "https://mirror.example.com"}}, "trainium_image_mirrors.quay.io",
+          "a registry host[:port] and optional path"),
+    _case("mirror-key-url", {"trainium_image_mirrors": {"https://quay.io": "mirror.example.com"}}, "trainium_image_mirrors key https://quay.io",
+          "a registry host such as public.ecr.aws"),
+    _case("registry-ca-relative", {"trainium_registry_ca_dir": "certs"}, "trainium_registry_ca_dir", "an absolute path or one under ~"),
 ]
 
 
 def test_prices_and_timeline_dir_of_ones_own_are_valid():
-    variables = _variant(trainium_hourly_prices={"trn1.32xlarge": 18, "trn2.48xlarge": 44.7}, trainium_timeline_dir="~/runs")
+    variables = _variant(trainium_hourly_prices={"trn1.32xlarge": 18, "trn2.48xlarge": 44.7}, trainium_timeline_dir="~/runs",
+                         trainium_image_mirrors={"*": "127.0.0.1:5050/mirror", "public.ecr.aws": "111122223333.dkr.ecr.us-west-2.amazonaws.com/ecr-public"},
+                         trainium_registry_ca_dir="/etc/trainium/registry-cas")
     assert td.deployment_errors(variables) == []
 
 
@@ -381,8 +391,9 @@ def test_argument_spec_lists_every_validated_variable():
     options = _preflight_options()
     for name in BASELINE:
         assert name in options
-        # trainium_tags is the one optional deployment variable.
-        assert options[name].get("required", False) is (name != "trainium_tags"), name
+        # The optional deployment variables: extra tags and where image digests are read.
+        optional = ("trainium_tags", "trainium_image_mirrors", "trainium_registry_ca_dir")
+        assert options[name].get("required", False) is (name not in optional), name
     for group in ("trainium_node_pools", "trainium_storage", "trainium_image", "trainium_dataset", "trainium_job"):
         sample = BASELINE[group][0] if group == "trainium_node_pools" else BASELINE[group]
         assert set(sample) <= set(options[group]["options"]), group

@@ -107,6 +107,8 @@ def test_rules_are_registered_only_for_roles_the_stage_plan_runs():
      "allowed: each principal once"),
     ("eks_cluster", {"eks_cluster_admin_principal_arns": [f"arn:aws:iam::111122223333:role/r{i}" for i in range(26)]},
      "eks_cluster_admin_principal_arns: got ['arn:aws:iam::111122223333:role/r0'"),
+    ("eks_cluster", {"eks_cluster_kms_key_admins": ["arn:aws:sts::111122223333:assumed-role/trn-teardown/bob"]},
+     "eks_cluster_kms_key_admins[0]: got 'arn:aws:sts::111122223333:assumed-role/trn-teardown/bob' (str); allowed: the ARN of an IAM role or user"),
     ("eks_cluster", {"eks_cluster_admin_principal_arns": {"role": "admins"}},
      "eks_cluster_admin_principal_arns: got {'role': 'admins'} (dict); allowed: a list"),
     ("eks_cluster", {"eks_cluster_authentication_mode": "CONFIG_MAP", "eks_cluster_admin_principal_arns": ["arn:aws:iam::111122223333:user/bob"]},
