@@ -17,6 +17,16 @@ $(STAMP): requirements.txt
 	$(BIN)/python -m pip install --quiet --require-hashes --no-deps -r requirements.txt
 	@touch $(STAMP)
 
+# checkov (the end-to-end test's manifest check) in a virtualenv of its own:
+# its ~100 dependencies stay apart from the collection's.
+CHECKOV_VENV ?= $(CURDIR)/.venv-checkov
+CHECKOV_STAMP := $(CHECKOV_VENV)/.installed-requirements
+
+$(CHECKOV_STAMP): requirements-checkov.txt
+	@test -x $(CHECKOV_VENV)/bin/python || $(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet --require-hashes --no-deps -r requirements-checkov.txt
+	@touch $(CHECKOV_STAMP)
+
 .collections/ansible_collections/trainium/eks:
 	@mkdir -p .collections/ansible_collections/trainium
 	@ln -sfn ../../.. .collections/ansible_collections/trainium/eks
@@ -24,7 +34,7 @@ $(STAMP): requirements.txt
 system-deps:
 	@tools/system-deps.sh
 
-setup: system-deps $(STAMP) .collections/ansible_collections/trainium/eks ## Debian packages, virtualenv with every pinned dependency (idempotent)
+setup: system-deps $(STAMP) $(CHECKOV_STAMP) .collections/ansible_collections/trainium/eks ## Debian packages, virtualenv with every pinned dependency (idempotent)
 	@echo "setup: ansible-core $$($(BIN)/python -c 'import ansible.release as r; print(r.__version__)'), collections linked under .collections/"
 
 lock: ## Re-resolve requirements.in into requirements.txt with hashes

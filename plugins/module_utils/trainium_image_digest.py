@@ -78,6 +78,15 @@ def _endpoint(registry, repository, mirrors):
     return host, (prefix + "/" + repository) if prefix else repository
 
 
+def same_domain(realm_host, registry_host):
+    """Whether a token realm's host belongs to the registry: the same host, or the same last two labels
+    (auth.docker.io for registry-1.docker.io)."""
+    if not realm_host:
+        return False
+    registry = registry_host.split(":", 1)[0]
+    return realm_host == registry or realm_host.split(".")[-2:] == registry.split(".")[-2:]
+
+
 def _challenge(headers):
     """(scheme, params) of a WWW-Authenticate header."""
     value = (headers or {}).get("WWW-Authenticate") or ""
@@ -97,8 +106,9 @@ class Resolver:
 
     def _open(self, url, method, headers):
         try:
+            # A redirect (to a blob store, say) never carries the login on.
             answer = self.opener(url, method=method, headers=headers, timeout=self.timeout, ca_path=self.ca_path,
-                                 use_netrc=False)
+                                 use_netrc=False, unredirected_headers=["Authorization"])
             return answer.status, answer.headers, answer
         except urllib.error.HTTPError as error:
             return error.code, error.headers, None
@@ -106,21 +116,22 @@ class Resolver:
             raise DigestError(f"{url.split('/v2/')[0]} did not answer {method} {url}: {getattr(error, 'reason', error)}") from None
 
     def _authorization(self, host, repository, headers):
-        """The Authorization header the challenge asks for, or None when there is nothing to answer it with."""
+        """The Authorization header the challenge asks for, or None when there is nothing to answer it with.
+
+        A basic login is asked for, and sent, only when the registry itself challenges with Basic; a Bearer token is
+        asked of the challenge's realm anonymously, and only of an https realm of the registry's own domain."""
         scheme, params = _challenge(headers)
-        login = self.basic_login(host)
-        basic = None
-        if login:
-            basic = "Basic " + base64.b64encode(f"{login[0]}:{login[1]}".encode("utf-8")).decode("ascii")
         if scheme == "basic":
-            return basic
-        if scheme != "bearer" or not params.get("realm", "").startswith("https://"):
+            login = self.basic_login(host)
+            return "Basic " + base64.b64encode(f"{login[0]}:{login[1]}".encode("utf-8")).decode("ascii") if login else None
+        realm = params.get("realm", "")
+        if scheme != "bearer" or not realm.startswith("https://") or not same_domain(urllib.parse.urlsplit(realm).hostname, host):
             return None
         query = {"scope": f"repository:{repository}:pull"}
         if params.get("service"):
             query["service"] = params["service"]
-        url = params["realm"] + ("&" if "?" in params["realm"] else "?") + urllib.parse.urlencode(query)
-        status, _headers, answer = self._open(url, "GET", {"Authorization": basic} if basic else {})
+        url = realm + ("&" if "?" in realm else "?") + urllib.parse.urlencode(query)
+        status, _headers, answer = self._open(url, "GET", {})
         if status != 200 or answer is None:
             return None
         try:

@@ -21,7 +21,8 @@ description:
   - A reference that already has a digest is kept as given and not recorded.
   - Logs in as each registry asks. For C(Bearer) (public.ecr.aws, quay.io, Docker Hub), an anonymous token from the
     challenge's realm. For C(Basic) (Amazon ECR, such as the EKS add-on registries), the token of ECR's
-    GetAuthorizationToken in O(region), asked only then and never returned.
+    GetAuthorizationToken in O(region), asked only then and only for an ECR registry or a host of O(mirrors);
+    never returned, never sent to a token realm or after a redirect.
   - O(mirrors) names, per registry host, a registry that holds the same images (a pull-through cache, an air-gapped
     copy), where the digest is read; the reference keeps its registry's name.
   - Check mode reads the registries and the record and writes nothing (it reports a change when it would record).
@@ -102,7 +103,7 @@ msg:
 """
 
 import json
-import os
+import re
 
 try:
     import botocore
@@ -152,11 +153,18 @@ class Record:
         return kube.call_json("update the digest record", self.core.replace_namespaced_config_map, self.name, self.namespace, body)
 
 
-def ecr_login(module):
-    """(user, password) of ECR's GetAuthorizationToken, asked once, masked in any output."""
+# An Amazon ECR registry host: <account>.dkr.ecr[-fips].<region>.amazonaws.com(.cn), or .amazonaws.eu.
+ECR_HOST_RE = re.compile(r"^[0-9]{12}\.dkr\.ecr(-fips)?\.[a-z0-9-]+\.amazonaws\.(com|com\.cn|eu)$")
+
+
+def ecr_login(module, mirror_hosts):
+    """(user, password) of ECR's GetAuthorizationToken, asked once, masked in any output; only for an ECR registry
+    or a mirror the task names (which then holds the images in place of ECR), never for another registry."""
     cache = {}
 
     def login(host):
+        if not (ECR_HOST_RE.match(host) or host in mirror_hosts):
+            return None
         if "login" not in cache:
             try:
                 data = module.client("ecr").get_authorization_token()["authorizationData"]
@@ -180,9 +188,12 @@ def run(module):
         module.fail_json(msg=f"images: {e}")
     if not kube.HAS_KUBERNETES:
         module.fail_json(msg="the kubernetes Python package is required (pip install kubernetes)")
-    workdir = module.tmpdir
-    ca_path = ti.ca_bundle(params["registry_ca_dir"], workdir) if params["registry_ca_dir"] else None
-    resolver = tid.Resolver(mirrors=params["mirrors"], ca_path=ca_path, basic_login=ecr_login(module))
+    mirror_hosts = {str(m).split("://", 1)[-1].split("/", 1)[0] for m in params["mirrors"].values()}
+    try:
+        ca_path = ti.ca_bundle(params["registry_ca_dir"], module.tmpdir) if params["registry_ca_dir"] else None
+    except ti.ImageError as e:
+        module.fail_json(msg=str(e))
+    resolver = tid.Resolver(mirrors=params["mirrors"], ca_path=ca_path, basic_login=ecr_login(module, mirror_hosts))
     try:
         record = Record(kube.api_client(params["kubeconfig"]), params["record_namespace"], params["record_name"],
                         dict(params["record_labels"], **RECORD_LABELS))
@@ -222,8 +233,6 @@ def main():
         record_labels=dict(type="dict", default={}),
     )
     module = AnsibleAWSModule(argument_spec=argument_spec, supports_check_mode=True)
-    if module.params["kubeconfig"]:
-        module.params["kubeconfig"] = os.path.expanduser(module.params["kubeconfig"])
     run(module)
 
 

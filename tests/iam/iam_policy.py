@@ -80,7 +80,7 @@ MAX_REPOSITORY_NAME_CHARS = 256
 PARTITIONS = ("aws", "aws-cn", "aws-us-gov")
 OPERATORS = ("StringEquals", "StringLike", "ArnEquals", "ArnLike", "Bool",
              "ForAnyValue:StringEquals", "ForAnyValue:StringLike", "ForAllValues:StringEquals", "ForAllValues:StringLike",
-             "ForAllValues:StringNotEquals")
+             "ForAllValues:StringNotEquals", "ForAllValues:StringNotEqualsIgnoreCase")
 # Condition keys a recorded request carries, from its parameters (and aws:RequestTag/<key> from its Tags) ...
 REQUEST_CONDITION_KEYS = {"iam:PolicyARN": "PolicyArn", "iam:AWSServiceName": "AWSServiceName"}
 # ... (aws:RequestedRegion: the region the recorder saw the client use; ec2:CreateAction: the create whose
@@ -382,6 +382,8 @@ def _compare(operator, given, wanted):
         return given in wanted
     if operator == "StringNotEquals":
         return given not in wanted
+    if operator == "StringNotEqualsIgnoreCase":
+        return given.lower() not in [w.lower() for w in wanted]
     if operator in ("StringLike", "ArnLike"):
         return any(_matches(w, given) for w in wanted)
     if operator == "Bool":

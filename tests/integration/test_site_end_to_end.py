@@ -33,6 +33,7 @@ import base64
 import contextlib
 import dataclasses
 import datetime
+import fnmatch
 import importlib.util
 import json
 import pathlib
@@ -107,6 +108,21 @@ def assert_platform_is_up(kube, aws, local_vars):
         pods = kube.json("-n", "kube-system", "get", "pods", "-l", f"app.kubernetes.io/name={name}")["items"]
         assert sorted(p["spec"]["nodeName"] for p in pods) == TRN_NODES, name
         assert all(ready(p) for p in pods), name
+
+    # Platform images (issue 27): every container of the device plugins, neuron-monitor, etcd and the FSx CSI
+    # driver by <tag>@<digest>, the digest recorded the first time (read from the registry's stand-ins).
+    record = kube.json("-n", "kube-system", "get", "configmap", "trainium-eks-image-digests")
+    recorded = json.loads(record["data"]["images.json"])
+    assert record["metadata"]["labels"]["trainium.eks/cluster"] == local_vars["trainium_cluster_name"]
+    platform_pods = [p for selector in ([f"app.kubernetes.io/name={n}" for n in DAEMONSETS]
+                                        + ["app.kubernetes.io/name=fsx-csi-controller", "app.kubernetes.io/name=fsx-csi-node"])
+                     for p in kube.json("-n", "kube-system", "get", "pods", "-l", selector)["items"]]
+    platform_pods += kube.json("-n", job["namespace"], "get", "pods", "-l", "app.kubernetes.io/name=etcd-server")["items"]
+    images = {c["image"] for p in platform_pods for c in p["spec"]["containers"]}
+    assert len(images) == 9 and len(recorded) >= 9, sorted(images)
+    for image in images:
+        name, _sep, digest = image.partition("@")
+        assert re.fullmatch(r"sha256:[0-9a-f]{64}", digest) and recorded[name] == digest, (image, recorded)
 
     # Volcano: CRDs established, the job's queue open.
     for crd in VOLCANO_CRDS:
@@ -259,6 +275,13 @@ def assert_secure_defaults(aws):
     assert key["KeyState"] == "Enabled" and key["KeyManager"] == "CUSTOMER"
     assert kms.get_key_rotation_status(KeyId=key["KeyId"])["KeyRotationEnabled"] is True
     assert [a["AliasName"] for a in kms.list_aliases(KeyId=key["KeyId"])["Aliases"]] == [f"alias/{CLUSTER}-eks-secrets"]
+    # Its own key policy (issue 27): the account's IAM policies decide, and the key's lifecycle is the running principal's.
+    caller = aws.client("sts").get_caller_identity()
+    policy = json.loads(kms.get_key_policy(KeyId=key["KeyId"], PolicyName="default")["Policy"])
+    statements = {statement["Sid"]: statement for statement in policy["Statement"]}
+    assert statements["AccountIamPolicies"]["Principal"] == {"AWS": f"arn:aws:iam::{caller['Account']}:root"}, policy
+    assert statements["TrainiumEksKeyAdministrators"]["Principal"] == {"AWS": [caller["Arn"]]}, policy
+    assert "kms:ScheduleKeyDeletion" in statements["TrainiumEksKeyAdministrators"]["Action"], policy
 
     ec2 = aws.client("ec2")
     templates = sorted(t["LaunchTemplateName"] for t in ec2.describe_launch_templates()["LaunchTemplates"])
@@ -704,6 +727,62 @@ def test_the_platform_is_up(step, kube, local_vars):
 
 def test_the_training_stage_ran_the_job(step, kube, shared_rehearsal, local_vars):
     assert_training_ran(kube, shared_rehearsal, local_vars, step.first)
+
+
+# What checkov reads: every kind of object the collection renders into the cluster (its pods as the API server made
+# them from the workloads, the Volcano job's pods included), status and server bookkeeping left out.
+CHECKOV_KINDS = ("daemonsets,deployments,statefulsets,jobs.batch,pods,services,serviceaccounts,configmaps,roles,rolebindings,"
+                 "networkpolicies,persistentvolumeclaims")
+CHECKOV_CLUSTER_KINDS = "clusterroles,clusterrolebindings,persistentvolumes,validatingadmissionpolicies,validatingadmissionpolicybindings"
+CHECKOV = pathlib.Path(os.environ.get("TRAINIUM_CHECKOV", ROOT / ".venv-checkov" / "bin" / "checkov"))
+
+
+def accepted_checkov_findings():
+    """(check ID, resource pattern, reason) of every row of docs/security.md's table of accepted checkov findings."""
+    text = (ROOT / "docs" / "security.md").read_text(encoding="utf-8")
+    section = text.split("## Accepted checkov findings", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `(CKV2?_K8S_\d+)` \| `([^`]+)` \| ([^|]+) \|", section, re.M)
+    assert rows, "docs/security.md has no table of accepted checkov findings"
+    return rows
+
+
+def checkov_findings(kube, namespace, workdir):
+    """{(check ID, Kind.namespace.name)} that checkov 3 reports failed over the deployment's objects."""
+    ours = f"{MANAGED},{TAG}={CLUSTER}"
+    objects = kube.json("get", CHECKOV_KINDS, "-A", "-l", ours)["items"]
+    objects += kube.json("get", CHECKOV_CLUSTER_KINDS, "-l", ours)["items"]
+    # The pods of the Volcano job and of the platform's workloads, which carry the selector labels, not always ours.
+    objects += kube.json("-n", namespace, "get", "pods")["items"] + kube.json("-n", "kube-system", "get", "pods", "-l",
+                                                                              "app.kubernetes.io/part-of=trainium-eks")["items"]
+    seen, manifests = set(), []
+    for obj in objects:
+        key = (obj["kind"], obj["metadata"].get("namespace"), obj["metadata"]["name"])
+        if key in seen:
+            continue
+        seen.add(key)
+        obj.pop("status", None)
+        for field in ("managedFields", "resourceVersion", "uid", "creationTimestamp", "generation", "ownerReferences"):
+            obj["metadata"].pop(field, None)
+        manifests.append(json.dumps(obj))
+    workdir.mkdir(parents=True, exist_ok=True)
+    # JSON is YAML: one document per object.
+    (workdir / "objects.yaml").write_text("\n---\n".join(manifests) + "\n", encoding="utf-8")
+    ran = subprocess.run([str(CHECKOV), "--directory", str(workdir), "--framework", "kubernetes", "--output", "json",
+                          "--quiet", "--compact", "--skip-download"], capture_output=True, text=True, timeout=600, check=False)
+    assert ran.returncode in (0, 1), ran.stdout[-2000:] + ran.stderr[-2000:]
+    report = json.loads(ran.stdout or "{}")
+    failed = (report.get("results") or {}).get("failed_checks") or [] if isinstance(report, dict) else []
+    assert len(seen) >= 30, sorted(seen)
+    return {(f["check_id"], f["resource"]) for f in failed}, len(seen)
+
+
+def test_checkov_finds_nothing_that_docs_security_does_not_list(step, kube, local_vars):
+    findings, count = checkov_findings(kube, local_vars["trainium_job"]["namespace"], step.tmp / "checkov")
+    accepted = accepted_checkov_findings()
+    unlisted = sorted(f for f in findings if not any(f[0] == check and fnmatch.fnmatch(f[1], pattern) for check, pattern, _reason in accepted))
+    assert not unlisted, f"checkov over {count} objects: findings not listed in docs/security.md: {unlisted}"
+    stale = [(check, pattern) for check, pattern, _reason in accepted if not any(f[0] == check and fnmatch.fnmatch(f[1], pattern) for f in findings)]
+    assert not stale, f"docs/security.md lists checkov findings that no longer occur: {stale}"
 
 
 def test_the_timeline_records_every_stage(step):

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # -*- coding: utf-8 -*-
 # Copyright: Contributors to the trainium.eks project
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
@@ -111,6 +110,8 @@ class Registry:
         location = started.headers["Location"]
         if location.startswith("/"):
             location = self.base + location
+        if not location.startswith(self.base + "/"):
+            raise RuntimeError(f"the registry sent the upload elsewhere ({location}); the login goes to {self.base} only")
         done = self._call("PUT", location, params={"digest": digest}, data=content,
                           headers={"Content-Type": "application/octet-stream"}, timeout=60)
         done.raise_for_status()
@@ -139,7 +140,7 @@ class Registry:
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--registry", default=os.environ.get("TRAINIUM_REHEARSAL_REGISTRY") or os.environ.get("TRAINIUM_REGISTRY"))
     parser.add_argument("--password-file", default=os.environ.get("TRAINIUM_REHEARSAL_REGISTRY_PASSWORD_FILE"))
     parser.add_argument("--ca-file", default=os.environ.get("TRAINIUM_REGISTRY_CA_FILE"))

@@ -19,6 +19,8 @@ from ansible_collections.trainium.eks.plugins.module_utils import trainium_image
 
 DIGEST = "sha256:" + "ab" * 32
 OTHER = "sha256:" + "cd" * 32
+BEARER_PUBLIC_ECR = 'Bearer realm="https://public.ecr.aws/token/",service="public.ecr.aws",scope="aws"'
+BASIC_ECR = 'Basic realm="https://602401143452.dkr.ecr.us-west-2.amazonaws.com/",service="ecr.amazonaws.com"'
 
 
 @pytest.mark.parametrize("reference, expected", [
@@ -71,8 +73,7 @@ class StubRegistry:
 def test_a_bearer_challenge_gets_an_anonymous_token_for_the_repository_then_the_digest():
     manifest = "https://public.ecr.aws/v2/neuron/neuron-monitor/manifests/1.3.0"
     stub = StubRegistry([
-        (("HEAD", manifest), (401, {"WWW-Authenticate": 'Bearer realm="https://public.ecr.aws/token/",service="public.ecr.aws",'
-                                                          'scope="aws"'}, b"")),
+        (("HEAD", manifest), (401, {"WWW-Authenticate": BEARER_PUBLIC_ECR}, b"")),
         (("GET", "https://public.ecr.aws/token/"), (200, {}, json.dumps({"token": "anon-token"}).encode())),
         (("HEAD", manifest), (200, {"Docker-Content-Digest": DIGEST}, b"")),
     ])
@@ -86,12 +87,57 @@ def test_a_bearer_challenge_gets_an_anonymous_token_for_the_repository_then_the_
     assert all(call[3]["use_netrc"] is False for call in stub.calls)
 
 
+def test_a_bearer_challenge_never_gets_the_basic_login_and_a_foreign_realm_is_not_asked():
+    asked = []
+    manifest = "https://quay.io/v2/coreos/etcd/manifests/v3.5.34"
+    stub = StubRegistry([
+        (("HEAD", manifest), (401, {"WWW-Authenticate": 'Bearer realm="https://quay.io/v2/auth",service="quay.io"'}, b"")),
+        (("GET", "https://quay.io/v2/auth"), (200, {}, json.dumps({"token": "t"}).encode())),
+        (("HEAD", manifest), (200, {"Docker-Content-Digest": DIGEST}, b"")),
+    ])
+    resolver = tid.Resolver(opener=stub, basic_login=lambda host: asked.append(host) or ("AWS", "ecr-password"))
+    assert resolver.digest("quay.io/coreos/etcd:v3.5.34") == DIGEST
+    assert asked == [] and stub.calls[1][2] == {}, "the ECR login stays home when the registry asks for a bearer token"
+    foreign = StubRegistry([(("HEAD", manifest), (401, {"WWW-Authenticate": 'Bearer realm="https://collector.example.net/token"'}, b""))])
+    with pytest.raises(tid.DigestError, match="asks for a login"):
+        tid.Resolver(opener=foreign).digest("quay.io/coreos/etcd:v3.5.34")
+    assert len(foreign.calls) == 1, "no request went to the foreign realm"
+    assert all(call[3]["unredirected_headers"] == ["Authorization"] for call in stub.calls)
+
+
+@pytest.mark.parametrize("realm, registry, same", [
+    ("auth.docker.io", "registry-1.docker.io", True), ("quay.io", "quay.io", True), ("public.ecr.aws", "public.ecr.aws", True),
+    ("registry.example.com", "registry.example.com:5443", True), ("evil.example.net", "quay.io", False), (None, "quay.io", False),
+])
+def test_a_token_realm_must_belong_to_the_registry(realm, registry, same):
+    assert tid.same_domain(realm, registry) is same
+
+
+def test_the_ecr_login_is_only_for_ecr_and_the_named_mirrors():
+    from ansible_collections.trainium.eks.plugins.modules import image_digest  # pylint: disable=import-outside-toplevel
+
+    class Module:
+        no_log_values = set()
+
+        @staticmethod
+        def client(service):
+            assert service == "ecr"
+            return type("Ecr", (), {"get_authorization_token": staticmethod(
+                lambda: {"authorizationData": [{"authorizationToken": "QVdTOnNlY3JldA=="}]})})()
+
+    login = image_digest.ecr_login(Module(), {"127.0.0.1:5050"})
+    assert login("quay.io") is None and login("public.ecr.aws") is None and login("evil.dkr.ecr.example.com") is None
+    assert login("602401143452.dkr.ecr.us-west-2.amazonaws.com") == ("AWS", "secret")
+    assert login("918309763551.dkr.ecr.cn-north-1.amazonaws.com.cn") == ("AWS", "secret")
+    assert login("127.0.0.1:5050") == ("AWS", "secret")
+    assert "secret" in Module.no_log_values
+
+
 def test_a_basic_challenge_is_answered_with_the_login_of_the_registry_and_only_then_asked():
     asked = []
     manifest = "https://602401143452.dkr.ecr.us-west-2.amazonaws.com/v2/eks/aws-efa-k8s-device-plugin/manifests/v0.5.20"
     stub = StubRegistry([
-        (("HEAD", manifest), (401, {"WWW-Authenticate": 'Basic realm="https://602401143452.dkr.ecr.us-west-2.amazonaws.com/",'
-                                                          'service="ecr.amazonaws.com"'}, b"")),
+        (("HEAD", manifest), (401, {"WWW-Authenticate": BASIC_ECR}, b"")),
         (("HEAD", manifest), (200, {"Docker-Content-Digest": DIGEST}, b"")),
     ])
     resolver = tid.Resolver(opener=stub, basic_login=lambda host: asked.append(host) or ("AWS", "ecr-password"))
