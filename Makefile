@@ -37,8 +37,14 @@ system-deps:
 setup: system-deps $(STAMP) $(CHECKOV_STAMP) .collections/ansible_collections/trainium/eks ## Debian packages, virtualenv with every pinned dependency (idempotent)
 	@echo "setup: ansible-core $$($(BIN)/python -c 'import ansible.release as r; print(r.__version__)'), collections linked under .collections/"
 
-lock: ## Re-resolve requirements.in into requirements.txt with hashes
-	$(BIN)/pip-compile --quiet --no-emit-find-links --generate-hashes --allow-unsafe --strip-extras --output-file requirements.txt requirements.in
+# pip-tools in a virtualenv of its own: requirements.txt does not pin it.
+LOCK_VENV := $(CURDIR)/.build/lock-venv
+PIP_COMPILE := $(LOCK_VENV)/bin/pip-compile --quiet --no-emit-find-links --generate-hashes --allow-unsafe --strip-extras
+
+lock: ## Re-resolve requirements.in and requirements-checkov.in into their .txt files with hashes
+	@test -x $(LOCK_VENV)/bin/pip-compile || { $(PYTHON) -m venv $(LOCK_VENV) && $(LOCK_VENV)/bin/python -m pip install --quiet pip-tools==7.7.0; }
+	$(PIP_COMPILE) --output-file requirements.txt requirements.in
+	$(PIP_COMPILE) --output-file requirements-checkov.txt requirements-checkov.in
 
 lint: setup ## ansible-lint (production profile) and yamllint
 	$(BIN)/yamllint --strict .

@@ -111,6 +111,8 @@ CLUSTER_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,38}[A-Za-z0-9]$")
 REGION_RE = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]$")
 JOB_NAME_RE = re.compile(r"^[a-z]([a-z0-9-]{0,38}[a-z0-9])?$")
 DNS_LABEL_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+# A Kubernetes object name such as a ServiceAccount's (RFC 1123 subdomain, at most 253 characters).
+DNS_SUBDOMAIN_RE = re.compile(r"^(?=.{1,253}$)[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$")
 ZONE_NAME_RE = re.compile(r"^[a-z]{2}(-gov)?-[a-z]+-[0-9][a-z]$")
 ZONE_ID_RE = re.compile(r"^[a-z]{3,5}[0-9]-az[0-9]+$")
 RESERVATION_RE = re.compile(r"^cr-[0-9a-f]{8,17}$")

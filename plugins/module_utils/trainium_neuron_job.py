@@ -226,17 +226,26 @@ def problems(params):
         found.append(f"max_retry: got {params['max_retry']}; allowed: 0 or more")
     if params.get("mode") == "precompile" and not params.get("steps_this_run"):
         found.append("steps_this_run: not set with mode precompile; allowed: the number of steps the precompile run traces")
-    for option in ("cpu", "memory"):
-        value = params.get(option)
-        if value and not _QUANTITY.match(str(value)):
-            found.append(f"{option}: got {value!r}; allowed: a Kubernetes quantity such as {'124 or 500m' if option == 'cpu' else '448Gi'}")
-    if params.get("run_as_user") is not None and int(params["run_as_user"]) < 1:
-        found.append(f"run_as_user: got {params['run_as_user']}; allowed: a user id of 1 or more (not root), or unset "
-                     "for the image's user")
-    found.extend(f"add_capabilities: got {cap!r}; allowed: {', '.join(BASELINE_CAPABILITIES)} (what Pod Security's baseline "
-                 "level admits; no CAP_ prefix)" for cap in params.get("add_capabilities") or [] if str(cap) not in BASELINE_CAPABILITIES)
+    found.extend(f"{name}: got {value!r}; allowed: {allowed}" for name, value, allowed in pod_option_problems(params))
     if params.get("env"):
         found.extend(f"env: {key!r} is not a valid variable name" for key in params["env"] if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", str(key)))
+    return found
+
+
+def pod_option_problems(values, prefix=""):
+    """(name, value, allowed) of each bad worker pod option: cpu, memory, run_as_user, add_capabilities. The one place
+    of these rules: neuron_job's own check, and the validation pass for the training_job role's variables (prefix
+    ``training_job_``), before anything is created."""
+    found = []
+    for option in ("cpu", "memory"):
+        value = values.get(prefix + option)
+        if value and not _QUANTITY.match(str(value)):
+            found.append((prefix + option, value, f"a Kubernetes quantity such as {'124 or 500m' if option == 'cpu' else '448Gi'}"))
+    user = values.get(prefix + "run_as_user")
+    if user not in (None, "") and (isinstance(user, bool) or not str(user).isdigit() or int(user) < 1):
+        found.append((prefix + "run_as_user", user, "a user id of 1 or more (not root), or unset for the image's user"))
+    found.extend((prefix + "add_capabilities", cap, f"{', '.join(BASELINE_CAPABILITIES)} (what Pod Security's baseline level admits; "
+                  "no CAP_ prefix)") for cap in values.get(prefix + "add_capabilities") or [] if str(cap) not in BASELINE_CAPABILITIES)
     return found
 
 

@@ -35,13 +35,14 @@ from ansible_collections.trainium.eks.plugins.module_utils.trainium_eks import M
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_deployment import (
     DEPLOYMENT_VARIABLES,
     DNS_LABEL_RE,
+    DNS_SUBDOMAIN_RE,
     IMAGE_TAG_RE,
     INSTANCE_TYPE_RE,
     KUBERNETES_VERSIONS,
     PINNED_IMAGE_RE,
     deployment_errors,
 )
-from ansible_collections.trainium.eks.plugins.module_utils.trainium_neuron_job import EFA_INTERFACES
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_neuron_job import EFA_INTERFACES, pod_option_problems
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_problems import Problems, describe, is_int, unique
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_survey import SURVEY_VARIABLES
 
@@ -887,6 +888,14 @@ def training_job_problems(values):
                              "put it in a Kubernetes Secret the image reads")
             elif not isinstance(value, (str, int, float)) or isinstance(value, bool):
                 problems.add(f"training_job_env.{key}", type(value).__name__, "a string value (quote numbers and booleans)")
+    for name, value, allowed in pod_option_problems(values, prefix="training_job_"):
+        problems.add(name, value, allowed)
+    account = values.get("training_job_service_account")
+    if account == "default":
+        problems.add("training_job_service_account", account, "a ServiceAccount of the job's own such as trainium-eks-training, or empty "
+                     "for the namespace's default one (named default, the role would change it and delete it with training_job_state absent)")
+    elif account and not (isinstance(account, str) and DNS_SUBDOMAIN_RE.match(account)):
+        problems.add("training_job_service_account", account, "a ServiceAccount name (lowercase letters, digits, '-' and '.', at most 253)")
     return problems
 
 

@@ -63,3 +63,25 @@ def test_training_job_env_leaves_the_lnc_to_the_node_pool():
     (line,) = validation.training_job_problems({"training_job_env": {"NEURON_LOGICAL_NC_CONFIG": "1"}})
     assert line.startswith("training_job_env.NEURON_LOGICAL_NC_CONFIG: got '1' (str); allowed: no such entry")
     assert "trainium_node_pools[].logical_nc_config" in line
+
+
+@pytest.mark.parametrize("name, value, allowed", [
+    ("training_job_cpu", "lots", "a Kubernetes quantity such as 124 or 500m"),
+    ("training_job_memory", "448 GB", "a Kubernetes quantity such as 448Gi"),
+    ("training_job_run_as_user", 0, "a user id of 1 or more (not root)"),
+    ("training_job_run_as_user", "root", "a user id of 1 or more (not root)"),
+    ("training_job_add_capabilities", ["IPC_LOCK"], "AUDIT_WRITE, CHOWN"),
+    ("training_job_service_account", "default", "a ServiceAccount of the job's own"),
+    ("training_job_service_account", "Trainers", "a ServiceAccount name"),
+])
+def test_training_job_pod_options_are_refused_by_the_validation_pass(name, value, allowed):
+    """The worker pod options are checked before anything is created, with the rule neuron_job applies (one place)."""
+    (line,) = validation.training_job_problems({name: value})
+    assert line.startswith(f"{name}: got ") and allowed in line, line
+
+
+def test_training_job_pod_options_of_ones_own_pass():
+    assert not list(validation.training_job_problems({
+        "training_job_cpu": "500m", "training_job_memory": "26Gi", "training_job_run_as_user": 1000,
+        "training_job_add_capabilities": ["DAC_OVERRIDE"], "training_job_service_account": "bert.workers"}))
+    assert not list(validation.training_job_problems({"training_job_service_account": "", "training_job_run_as_user": ""}))
