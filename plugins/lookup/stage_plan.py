@@ -21,7 +21,9 @@ options:
     description:
       - The section, one of V(stages) (the stage entries), V(roles) (the roles whose variables the validation pass
         checks, in run order), V(tags) (every stage and role tag), V(teardown_kubernetes) and V(teardown_aws) (what the
-        teardown removes, in order), V(job_templates) (one AWX job template per stage and day-2 playbook), and for the
+        teardown removes, in order), V(job_templates) (one AWX job template per stage and day-2 playbook, each with its
+        C(iam), the policy sets of docs/iam its playbook runs under, and C(credential), the AWS credential named after
+        them), and for the
         stage named in O(stage) V(stage_roles) (its role entries, in order, each with its tag) and V(stage_tags) (its
         name, its roles' and its checks' tags).
     required: true
