@@ -161,8 +161,8 @@ def main(argv=None):
             continue
         digest = registry.push(reference)
         pushed += 1
-        print(f"registry: stand-in for {reference} at {args.registry}/{repository}:{tag} ({digest[:19]}...)")
-    print(f"registry: {len(references)} platform image stand-ins under {args.registry}/{MIRROR_PREFIX}/ ({pushed} pushed now)")
+        print(f"[rehearsal] registry: stand-in for {reference} at {args.registry}/{repository}:{tag} ({digest[:19]}...)")
+    print(f"[rehearsal] registry: {len(references)} platform image stand-ins under {args.registry}/{MIRROR_PREFIX}/ ({pushed} pushed now)")
     return 0
 
 

@@ -45,6 +45,8 @@ def render(role, template, **overrides):
         variables.update(yaml.safe_load((ROOT / "roles" / role / part / "main.yml").read_text()) or {})
     variables = _trusted(variables)
     variables.update(trainium_deployment=DEPLOYMENT, trainium_job=JOB, trainium_dataset={"name": "wiki", "source": "synthetic", "seq_len": 128})
+    # What the role's image_digest task registers before etcd.yaml.j2 is rendered: the image by a digest.
+    variables.update(etcd_image_digests={"images": {variables.get("etcd_image"): f"{variables.get('etcd_image')}@sha256:{'0' * 64}"}})
     variables.update(overrides)
     text = trust_as_template((ROOT / "roles" / role / "templates" / template).read_text(encoding="utf-8"))
     rendered = Templar(loader=DataLoader(), variables=variables).template(text, escape_backslashes=False, overrides={"trim_blocks": True})
