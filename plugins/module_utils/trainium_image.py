@@ -28,6 +28,11 @@ import urllib.error
 
 from ansible.module_utils.urls import open_url
 
+try:
+    import botocore
+except ImportError:
+    pass  # AnsibleAWSModule reports a missing botocore
+
 BUILDERS = ("buildah", "podman", "docker")
 # The Debian packages that provide each builder.
 BUILDER_PACKAGES = {"buildah": "buildah", "podman": "podman", "docker": "docker.io"}
@@ -118,6 +123,21 @@ def decode_token(authorization_token):
     user, sep, password = decoded.partition(":")
     if not sep or not user or not password:
         raise ImageError("the ECR authorization token is not base64 of user:password")
+    return user, password
+
+
+def ecr_login(module, purpose=""):
+    """(user, password) of ECR's GetAuthorizationToken for an AnsibleAWSModule, both masked in any output.
+    ``purpose`` (such as "quay.io asks for a basic login: ") starts the message of a failure."""
+    try:
+        data = module.client("ecr").get_authorization_token()["authorizationData"]
+    except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as e:
+        module.fail_json_aws(e, msg=f"{purpose}Failed to get an ECR authorization token (ecr:GetAuthorizationToken)")
+    if not data:
+        module.fail_json(msg=f"{purpose}ECR's GetAuthorizationToken returned no authorization data")
+    module.no_log_values.add(data[0]["authorizationToken"])
+    user, password = decode_token(data[0]["authorizationToken"])
+    module.no_log_values.add(password)
     return user, password
 
 

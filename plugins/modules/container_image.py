@@ -168,29 +168,9 @@ import os
 import subprocess
 import time
 
-try:
-    import botocore
-except ImportError:
-    pass  # AnsibleAWSModule reports a missing botocore
-
 from ansible_collections.amazon.aws.plugins.module_utils.modules import AnsibleAWSModule
 
 from ansible_collections.trainium.eks.plugins.module_utils import trainium_image as ti
-
-
-def ecr_login(module):
-    """(user, password) from ECR's GetAuthorizationToken; the password is masked in any output."""
-    client = module.client("ecr")
-    try:
-        data = client.get_authorization_token()["authorizationData"]
-    except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as e:
-        module.fail_json_aws(e, msg="Failed to get an ECR authorization token (ecr:GetAuthorizationToken)")
-    if not data:
-        module.fail_json(msg="ECR's GetAuthorizationToken returned no authorization data")
-    module.no_log_values.add(data[0]["authorizationToken"])
-    user, password = ti.decode_token(data[0]["authorizationToken"])
-    module.no_log_values.add(password)
-    return user, password
 
 
 def run(module, args, timeout, what):
@@ -290,7 +270,7 @@ def main():
         inside = os.path.realpath(containerfile).startswith(os.path.realpath(context_dir) + os.sep)
         tag = ti.content_tag(params["tag_prefix"], context_dir, params["build_args"],
                              () if inside else (("containerfile", containerfile),))
-        login = ecr_login(module)
+        login = ti.ecr_login(module)
         with ti.auth_file(registry, *login) as authfile:
             result = plan_and_build(module, params, context_dir, containerfile, registry, repository, tag, login, authfile)
         module.exit_json(**result)

@@ -105,11 +105,6 @@ msg:
 import json
 import re
 
-try:
-    import botocore
-except ImportError:
-    pass  # AnsibleAWSModule reports a missing botocore
-
 from ansible_collections.amazon.aws.plugins.module_utils.modules import AnsibleAWSModule
 
 from ansible_collections.trainium.eks.plugins.module_utils import trainium_image as ti
@@ -166,13 +161,7 @@ def ecr_login(module, mirror_hosts):
         if not (ECR_HOST_RE.match(host) or host in mirror_hosts):
             return None
         if "login" not in cache:
-            try:
-                data = module.client("ecr").get_authorization_token()["authorizationData"]
-            except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as e:
-                module.fail_json_aws(e, msg=f"{host} asks for a basic login: could not get an ECR authorization token (ecr:GetAuthorizationToken)")
-            module.no_log_values.add(data[0]["authorizationToken"])
-            cache["login"] = ti.decode_token(data[0]["authorizationToken"])
-            module.no_log_values.add(cache["login"][1])
+            cache["login"] = ti.ecr_login(module, purpose=f"{host} asks for a basic login: ")
         return cache["login"]
 
     return login
