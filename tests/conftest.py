@@ -103,6 +103,24 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):  # pylint: disable=unused-argument
+    """With TRAINIUM_TEST_CPU_LOG=PREFIX, one line per test in PREFIX-<worker>.tsv: the node id, its wall seconds
+    and the CPU seconds of this process and of the child processes it waited for during the test
+    (ansible-playbook and its module processes; not the rehearsal's services). tools/test-cpu.py sums them."""
+    prefix = os.environ.get("TRAINIUM_TEST_CPU_LOG")
+    if not prefix:
+        yield
+        return
+    before, started = os.times(), time.monotonic()
+    yield
+    after, wall = os.times(), time.monotonic() - started
+    own = after.user + after.system - before.user - before.system
+    children = after.children_user + after.children_system - before.children_user - before.children_system
+    with open(f"{prefix}-{_xdist_worker() or 'main'}.tsv", "a", encoding="utf-8") as log:
+        log.write(f"{item.nodeid}\t{wall:.2f}\t{own:.2f}\t{children:.2f}\n")
+
+
+@pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):  # pylint: disable=unused-argument
     """``item.call_passed``: whether the test's own call passed, for fixtures that tell the tests that ran whole
     (test_site_end_to_end.py's ``step``)."""

@@ -13,7 +13,7 @@ cd "$ROOT" || exit 1
 BIN="${VENV:-$ROOT/.venv}/bin"
 export PATH="$BIN:$PATH" ANSIBLE_CONFIG="$ROOT/ansible.cfg"
 LOGS="$ROOT/.build/test-logs"
-mkdir -p "$LOGS" && rm -f "$LOGS"/*.log
+mkdir -p "$LOGS" && rm -f "$LOGS"/*.log "$LOGS"/cpu-*.tsv
 all_started=$(date +%s)
 
 passed=0
@@ -153,7 +153,13 @@ beside "$LANE" molecule tools/molecule-lane.sh
 
 # tests/unit, tests/rehearsal and tests/integration (pytest.ini), in parallel
 # workers (pytest-xdist); exit 5 (no tests collected) counts as a failure.
-run "unit, rehearsal, integration" pytest pytest
+# Each test's CPU (its worker's and its child processes') goes to
+# $LOGS/cpu-<worker>.tsv; tools/test-cpu.py prints it per file at the end,
+# beside the machine's busy core-seconds during pytest (from /proc/stat).
+busy_seconds() { awk -v hz="$(getconf CLK_TCK)" '/^cpu / { print ($2 + $3 + $4 + $7 + $8) / hz }' /proc/stat; }
+pytest_busy_started="$(busy_seconds)"
+TRAINIUM_TEST_CPU_LOG="$LOGS/cpu" run "unit, rehearsal, integration" pytest pytest
+pytest_busy="$(awk -v a="$pytest_busy_started" -v b="$(busy_seconds)" 'BEGIN { printf "%.0f", b - a }')"
 
 lane_rc=0
 wait "${beside_pid[$LANE]}" || lane_rc=$?
@@ -174,6 +180,8 @@ run build - tools/build-check.sh
 trap - EXIT
 tools/rehearsal/rehearsal.sh down || { failed=$((failed + 1)); failures+=("rehearsal-down"); }
 
+printf '\n'
+"$BIN/python" tools/test-cpu.py "$LOGS/cpu" --machine "$pytest_busy" || true
 printf '\n%-44s %-7s %6s  %s\n' suite result seconds tests
 for row in "${rows[@]}"; do printf '%s\n' "$row"; done
 printf '%-44s %-7s %6s\n' "total, wall (with rehearsal up/down)" "" "$(( $(date +%s) - all_started ))"
