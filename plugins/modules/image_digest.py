@@ -19,6 +19,9 @@ description:
     version bump in the defaults) is resolved and added. To follow a tag that was moved on purpose, delete its
     entry (or the ConfigMap); to pin by hand, give the reference with its digest.
   - A reference that already has a digest is kept as given and not recorded.
+  - Within one C(ansible-playbook) run, the record is read once per cluster: a later task whose images are all in
+    what an earlier task of the run found there is answered by the action plugin, without a module run or an API
+    call (the platform roles pin their images one after another).
   - Logs in as each registry asks. For C(Bearer) (public.ecr.aws, quay.io, Docker Hub), an anonymous token from the
     challenge's realm. For C(Basic) (Amazon ECR, such as the EKS add-on registries), the token of ECR's
     GetAuthorizationToken in O(region), asked only then and only for an ECR registry or a host of O(mirrors);
@@ -96,6 +99,14 @@ resolved:
   returned: always
   type: list
   elements: str
+recorded:
+  description:
+    - Every reference the record holds after the task, mapped to its digest (in check mode, what it held before).
+    - The action plugin keeps it for the rest of the run (fact C(_trainium_image_digest_records)) and answers a later
+      task whose images are all recorded from it, without running the module.
+  returned: success
+  type: dict
+  sample: {"quay.io/coreos/etcd:v3.5.34": "sha256:0123abcd..."}
 msg:
   description: What the task did or, in check mode, would do.
   returned: always
@@ -208,7 +219,10 @@ def run(module):
         msg = f"{verb} {len(asked)} digest(s) read from their registries: " + ", ".join(images[r] for r in asked)
     else:
         msg = f"{len(images)} image(s) pinned by their recorded digests"
-    module.exit_json(changed=bool(asked), images=images, resolved=asked, msg=msg)
+    # What the cluster's record holds now (in check mode: what it held): the action plugin answers later tasks of
+    # the run from it.
+    holds = digests if asked and not module.check_mode else dict(recorded or {})
+    module.exit_json(changed=bool(asked), images=images, resolved=asked, recorded=holds, msg=msg)
 
 
 def main():

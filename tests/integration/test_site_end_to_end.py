@@ -368,18 +368,18 @@ def check_platform_then_the_node_check(run_playbook, kube, kubeconfig, kube_lock
     assert planned.recap["changed"] == 0, planned.changed_tasks
     assert managed_versions(kube) == before
 
-    # One node loses its NeuronCores: the check names it and the resource; remediation cordons it alone.
-    # The Volcano and node-check tests (group shared_kube) need the nodes whole meanwhile.
+    # One node loses its NeuronCores: the stage's check names it and the resource, and with remediation cordons it
+    # alone (one run: that the check without remediation fails the same way and cordons nothing is
+    # test_neuron_node_check.py's, on the module). The Volcano and node-check tests (group shared_kube) need the
+    # nodes whole meanwhile.
     with kube_lock():
         kube.fault("node-lose-neuron", "trn1-0")
         try:
-            lost = run_playbook(PLATFORM, args=args + ["--tags", "neuron_node_check"])
-            assert lost.rc != 0, lost
-            bad = [line for line in lost.output.splitlines() if line.strip().startswith("trn1-")]
-            assert any("trn1-0" in line and "aws.amazon.com/neuroncore" in line for line in bad), lost.output[-3000:]
-            assert not any("trn1-1" in line for line in bad), bad
             fixed = run_playbook(PLATFORM, args=args + ["--tags", "neuron_node_check", "-e", "trainium_node_check_remediate=true"])
             assert fixed.rc != 0, fixed  # still not healthy: cordoned, not repaired
+            bad = [line for line in fixed.output.splitlines() if line.strip().startswith("trn1-")]
+            assert any("trn1-0" in line and "aws.amazon.com/neuroncore" in line for line in bad), fixed.output[-3000:]
+            assert not any("trn1-1" in line for line in bad), bad
             nodes = {n["metadata"]["name"]: n["spec"] for n in kube.json("get", "nodes", "-l", "trainium.eks/pool=trn1")["items"]}
             assert nodes["trn1-0"].get("unschedulable") is True
             assert any(t["key"] == UNHEALTHY for t in nodes["trn1-0"].get("taints", []))
