@@ -5,10 +5,10 @@
 """How the collection's own Kubernetes modules reach the cluster: one client
 from a kubeconfig, one JSON call with one error wrapper, one paged list.
 
-The playbooks use kubernetes.core for objects; the modules that read or
-watch many objects in one task (``neuron_job``, ``neuron_node_check``) call
-the API through these functions, so that the kubeconfig fallback, the error
-text and the paging are written once.
+The playbooks use kubernetes.core for objects; the modules that read, watch
+or delete many objects in one task (``neuron_job``, ``neuron_node_check``,
+``labelled_objects_absent``) call the API through these functions, so that
+the kubeconfig fallback, the error text and the paging are written once.
 """
 
 from __future__ import annotations
@@ -61,6 +61,32 @@ def call_json(what, call, *args, missing_ok=False, error=KubeError, **kwargs):
             return None
         raise error(f"{what} failed: {reason(e)}") from e
     return json.loads(answer.data) if hasattr(answer, "data") else answer
+
+
+# Query parameters by their Python names, as the kubernetes client's typed methods take them.
+QUERY_NAMES = {"_continue": "continue", "label_selector": "labelSelector", "field_selector": "fieldSelector"}
+
+
+def path_call(api, method, path, body=None):
+    """A client method for any API ``path`` (kinds with no typed method), for ``call_json`` and ``list_pages``.
+
+    Its keyword arguments are query parameters (``label_selector`` sent as
+    labelSelector, ``_continue`` as continue; None left out); ``body`` is the
+    JSON it sends. An answer outside 2xx raises the client's ApiException.
+    """
+    # The answer is always the raw one: _preload_content is taken as the typed methods take it, and not read.
+    def call(_preload_content=False, **query):  # pylint: disable=unused-argument
+        from kubernetes.client.exceptions import ApiException  # pylint: disable=import-outside-toplevel
+
+        params = [(QUERY_NAMES.get(key, key), value) for key, value in query.items() if value is not None]
+        request = api.param_serialize(method, path, query_params=params, body=body, auth_settings=["BearerToken"],
+                                      header_params={"Accept": "application/json", "Content-Type": "application/json"})
+        answer = api.call_api(*request)
+        answer.read()
+        if not 200 <= answer.status <= 299:
+            raise ApiException(http_resp=answer)
+        return answer
+    return call
 
 
 def list_pages(what, call, page_size, error=KubeError, **kwargs):

@@ -274,14 +274,6 @@ options:
       - Log lines of a failed pod in the failure message.
     type: int
     default: 20
-  kubeconfig:
-    description:
-      - Path of the kubeconfig; the environment's C(K8S_AUTH_KUBECONFIG), C(KUBECONFIG) or C(~/.kube/config) when not set.
-    type: path
-  context:
-    description:
-      - Context of the kubeconfig; its current context when not set.
-    type: str
 notes:
   - Needs RBAC to get, create and delete C(jobs.batch.volcano.sh), list pods, events and C(podgroups.scheduling.volcano.sh),
     read C(pods/log), and get, create and patch ConfigMaps in O(namespace).
@@ -289,6 +281,8 @@ notes:
   - Supports check mode (returns the manifest and what it would do, creates nothing); diff mode is not supported.
 requirements:
   - kubernetes (Python)
+extends_documentation_fragment:
+  - trainium.eks.kubeconfig
 attributes:
   check_mode:
     support: full

@@ -68,15 +68,6 @@ options:
       - Fail when a node or pool is not healthy. V(false) reports it and succeeds.
     type: bool
     default: true
-  kubeconfig:
-    description:
-      - Path of the kubeconfig; the environment's C(K8S_AUTH_KUBECONFIG), C(KUBECONFIG) or
-        C(~/.kube/config) when not set.
-    type: path
-  context:
-    description:
-      - Context of the kubeconfig; its current context when not set.
-    type: str
   page_size:
     description:
       - Objects per list page. With the default, 1,000 nodes and their 2,000 device-plugin pods take
@@ -89,6 +80,8 @@ notes:
   - Supports check mode (remediation reports what it would do) and diff mode is not supported.
 requirements:
   - kubernetes (Python)
+extends_documentation_fragment:
+  - trainium.eks.kubeconfig
 """
 
 EXAMPLES = r"""

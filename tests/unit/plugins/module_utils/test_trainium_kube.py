@@ -12,7 +12,9 @@ import json
 import types
 
 import pytest
+from kubernetes.client import ApiClient, Configuration
 from kubernetes.client.exceptions import ApiException
+from kubernetes.client.rest import RESTResponse
 
 from ansible_collections.trainium.eks.plugins.module_utils import trainium_kube as kube
 
@@ -90,3 +92,49 @@ def test_api_client_reads_the_kubeconfig_given_else_the_environment(tmp_path, mo
     with pytest.raises(kube.CONNECTION_ERRORS):
         kube.api_client(str(tmp_path / "missing"))
     assert isinstance(kube, types.ModuleType) and kube.HAS_KUBERNETES
+
+
+class Transport:
+    """The rest client of a real ApiClient: records each request, answers with the next (status, body)."""
+
+    def __init__(self, *answers):
+        self.answers, self.requests = list(answers), []
+
+    def request(self, method, url, headers=None, body=None, post_params=None, _request_timeout=None):
+        self.requests.append({"method": method, "url": url, "headers": headers, "body": body})
+        status, answer = self.answers.pop(0)
+        raw = types.SimpleNamespace(status=status, reason="OK" if status < 300 else "Not Found", headers={},
+                                    data=json.dumps(answer).encode())
+        return RESTResponse(raw)
+
+
+def client(transport):
+    configuration = Configuration(host="https://127.0.0.1:6443", api_key={"authorization": "t"}, api_key_prefix={"authorization": "Bearer"})
+    api = ApiClient(configuration)
+    api.rest_client = transport
+    return api
+
+
+def test_path_call_sends_query_body_and_token_and_pages_with_list_pages():
+    transport = Transport((200, {"items": [1], "metadata": {"continue": "c1"}}), (200, {"items": [2], "metadata": {}}),
+                          (200, {"kind": "Status"}))
+    api = client(transport)
+    pages = list(kube.list_pages("list daemonsets", kube.path_call(api, "GET", "/apis/apps/v1/namespaces/ns/daemonsets"), 1,
+                                 label_selector="a=b,c=d"))
+    assert pages == [[1], [2]]
+    assert transport.requests[0]["url"] == "https://127.0.0.1:6443/apis/apps/v1/namespaces/ns/daemonsets?limit=1&labelSelector=a%3Db%2Cc%3Dd"
+    assert transport.requests[1]["url"].endswith("?limit=1&continue=c1&labelSelector=a%3Db%2Cc%3Dd")
+    assert transport.requests[0]["headers"]["authorization"] == "Bearer t"
+    body = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Foreground"}
+    answer = kube.call_json("delete", kube.path_call(api, "DELETE", "/apis/apps/v1/namespaces/ns/daemonsets/x", body))
+    assert answer == {"kind": "Status"}
+    assert transport.requests[2]["method"] == "DELETE" and transport.requests[2]["body"] == body
+
+
+def test_path_call_answers_outside_2xx_are_the_clients_errors():
+    transport = Transport((404, {"kind": "Status", "message": 'the server could not find the requested resource'}),
+                          (403, {"kind": "Status", "message": "daemonsets.apps is forbidden"}))
+    api = client(transport)
+    assert kube.call_json("discover", kube.path_call(api, "GET", "/apis/gone.example/v1"), missing_ok=True) is None
+    with pytest.raises(kube.KubeError, match="list daemonsets failed: 403 daemonsets.apps is forbidden"):
+        list(kube.list_pages("list daemonsets", kube.path_call(api, "GET", "/apis/apps/v1/daemonsets"), 10, missing_ok=True))
