@@ -102,4 +102,24 @@ source "$STATE/env.sh"
 # directory by the project directory's name: every run starts from none.
 molecule reset --all >/dev/null 2>&1 || say "could not reset Molecule's scenario state"
 if (( $# == 0 )); then set -- --all; fi
-molecule test "$@"
+# Molecule's output as it comes, then the seconds each scenario and each of
+# its actions took (from its "➜ <action>: Executing" lines), for the CI log.
+molecule test "$@" 2>&1 | python -u -c '
+import re, sys, time
+began, spent, current = time.monotonic(), {}, None
+for line in sys.stdin:
+    sys.stdout.write(line)
+    found = re.search(r"(\S+) \u279c (\w+): Executing", re.sub(r"\x1b\[[0-9;]*m", "", line))
+    now = time.monotonic()
+    if current:
+        spent[current[0]][current[1]] = spent[current[0]].get(current[1], 0) + now - current[2]
+        current = (current[0], current[1], now)
+    if found:
+        spent.setdefault(found[1], {})
+        current = (found[1], found[2], now)
+rows = sorted(spent.items(), key=lambda item: -sum(item[1].values()))
+print(f"[molecule-lane] seconds per scenario ({time.monotonic() - began:.0f} s in all): " + "; ".join(
+    f"{name} {sum(actions.values()):.0f} (" + ", ".join(f"{action} {seconds:.0f}" for action, seconds in actions.items()) + ")"
+    for name, actions in rows))
+'
+exit "${PIPESTATUS[0]}"
