@@ -15,10 +15,10 @@ SPEC.loader.exec_module(tool)
 
 
 def test_lines_of_two_workers_are_summed_per_file_most_cpu_first(tmp_path, capsys):
-    (tmp_path / "cpu-gw0.tsv").write_text("tests/a.py::test_one\t10.00\t1.00\t4.00\ntests/b.py::test_x[1]\t3.00\t0.50\t0.00\n",
-                                         encoding="utf-8")
-    (tmp_path / "cpu-gw1.tsv").write_text("tests/a.py::test_two\t5.00\t0.25\t2.75\ntests/b.py::test_x[2]\t50.00\t9.00\t1.00\n",
-                                         encoding="utf-8")
+    first = "tests/a.py::test_one\t10.00\t1.00\t4.00\ntests/b.py::test_x[1]\t3.00\t0.50\t0.00\n"
+    second = "tests/a.py::test_two\t5.00\t0.25\t2.75\ntests/b.py::test_x[2]\t50.00\t9.00\t1.00\n"
+    (tmp_path / "cpu-gw0.tsv").write_text(first, encoding="utf-8")
+    (tmp_path / "cpu-gw1.tsv").write_text(second, encoding="utf-8")
     assert tool.read(tmp_path / "cpu") == {"tests/a.py": [2, 15.0, 1.25, 6.75], "tests/b.py": [2, 53.0, 9.5, 1.0]}
     assert tool.main([str(tmp_path / "cpu"), "--machine", "30"]) == 0
     lines = capsys.readouterr().out.splitlines()
