@@ -19,7 +19,7 @@ description:
     version bump in the defaults) is resolved and added. To follow a tag that was moved on purpose, delete its
     entry (or the ConfigMap); to pin by hand, give the reference with its digest.
   - A reference that already has a digest is kept as given and not recorded.
-  - Within one C(ansible-playbook) run, the record is read once per cluster: a later task whose images are all in
+  - Within one C(ansible-playbook) run, the record is read once per cluster. A later task whose images are all in
     what an earlier task of the run found there is answered by the action plugin, without a module run or an API
     call (the platform roles pin their images one after another).
   - Logs in as each registry asks. For C(Bearer) (public.ecr.aws, quay.io, Docker Hub), an anonymous token from the
