@@ -105,10 +105,12 @@ if (( $# == 0 )); then set -- --all; fi
 # Molecule's output as it comes, then the seconds each scenario and each of
 # its actions took (from its "➜ <action>: Executing" lines), for the CI log.
 molecule test "$@" 2>&1 | python -u -c '
-import re, sys, time
+import io, re, sys, time
 began, spent, current = time.monotonic(), {}, None
-for line in sys.stdin:
+# Whatever bytes come, every line is passed on (the lane must never lose its output to the timing).
+for line in io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"):
     sys.stdout.write(line)
+    sys.stdout.flush()
     found = re.search(r"(\S+) \u279c (\w+): Executing", re.sub(r"\x1b\[[0-9;]*m", "", line))
     now = time.monotonic()
     if current:

@@ -27,19 +27,22 @@ FACT = "_trainium_image_digest_records"
 
 
 def run_id():
-    """This ansible-playbook run: its process ID and start time (a fact cache from another run never matches)."""
+    """This ansible-playbook run: its process ID and start time (a fact cache from another run never matches); None
+    where /proc does not tell the start time (then nothing is kept: every task runs the module)."""
     parent = os.getppid()
     try:
         with open(f"/proc/{parent}/stat", encoding="utf-8") as stat:
-            started = stat.read().rsplit(")", 1)[1].split()[19]
+            return f"{parent}:{stat.read().rsplit(')', 1)[1].split()[19]}"
     except (OSError, IndexError):
-        started = "?"
-    return f"{parent}:{started}"
+        return None
 
 
 def record_key(args):
-    """Where the record lives, as this run asked for it."""
-    return "|".join((run_id(), str(args.get("kubeconfig") or ""), str(args.get("record_namespace") or "kube-system"),
+    """Where the record lives, as this run asked for it; None when the run cannot be told from another."""
+    run = run_id()
+    if run is None:
+        return None
+    return "|".join((run, str(args.get("kubeconfig") or ""), str(args.get("record_namespace") or "kube-system"),
                      str(args.get("record_name") or "trainium-eks-image-digests")))
 
 
@@ -70,13 +73,13 @@ class ActionModule(ActionBase):
         key = record_key(args)
         kept = task_vars.get(FACT) or {}
         references = list(dict.fromkeys(args.get("images") or []))
-        images = from_record(references, kept.get(key) or {}) if references else None
+        images = from_record(references, kept.get(key) or {}) if references and key else None
         if images is not None:
             result.update(changed=False, images=images, resolved=[],
                           msg=f"{len(images)} image(s) pinned by their recorded digests (the record as this run read it)")
             return result
         result.update(self._execute_module(module_name="trainium.eks.image_digest", module_args=args, task_vars=task_vars))
-        if not result.get("failed") and isinstance(result.get("recorded"), dict):
+        if key and not result.get("failed") and isinstance(result.get("recorded"), dict):
             result["ansible_facts"] = {FACT: {**{k: v for k, v in kept.items() if k.split("|", 1)[0] == key.split("|", 1)[0]},
                                               key: result["recorded"]}}
         return result

@@ -24,6 +24,10 @@ FIRST_PAUSES = (0.25, 0.5)
 PAGE_SIZE = 500
 # Kubernetes' label syntax: an optional DNS-subdomain prefix and a name; values may be empty.
 LABEL_NAME = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+API_VERSION = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?v[0-9]+((alpha|beta)[0-9]+)?$")
+NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+# What a path segment from the API server (a resource's or an object's name) may be; anything else is not followed.
+SEGMENT = re.compile(r"^[A-Za-z0-9][-A-Za-z0-9_.:]*$")
 LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
 
 
@@ -116,19 +120,23 @@ class KubeObjects:
 
 
 def resolve(client, kinds, namespace):
-    """Each kind with its collection path, or None when not served; and the problems of the kinds given."""
+    """Each kind's collection path, and the problems of the kinds given (one not served is one)."""
     resolved, problems = [], []
     for index, kind in enumerate(kinds):
+        if not API_VERSION.match(str(kind["api_version"])):
+            problems.append(f"kinds[{index}].api_version: got {kind['api_version']!r}; allowed: v1 or <group>/<version>")
+            continue
         resource = client.resource(kind["api_version"], kind["kind"])
-        if resource is None:
-            resolved.append(None)
+        # As kubernetes.core.k8s did: a kind the API server does not serve is an error, not nothing to delete.
+        if resource is None or not SEGMENT.match(resource["name"]):
+            problems.append(f"kinds[{index}]: got {describe(kind)}; allowed: a kind the API server serves")
             continue
         namespaced = kind.get("namespaced", True)
         if resource["namespaced"] != namespaced:
             problems.append(f"kinds[{index}].namespaced: got {namespaced} ({type(namespaced).__name__}) for {describe(kind)}; "
                             f"allowed: {resource['namespaced']}, as the API server serves it")
-        elif namespaced and not namespace:
-            problems.append(f"namespace: got {namespace!r}; allowed: the namespace of the namespaced kind {describe(kind)}")
+        elif namespaced and not NAMESPACE.match(str(namespace or "")):
+            problems.append(f"namespace: got {namespace!r}; allowed: the namespace (a DNS label) of the namespaced kind {describe(kind)}")
         else:
             base = group_version_path(kind["api_version"])
             resolved.append(f"{base}/namespaces/{namespace}/{resource['name']}" if namespaced else f"{base}/{resource['name']}")
@@ -143,24 +151,24 @@ def delete_labelled(client, kinds, labels, namespace=None, propagation=None, tim
     before it are gone (as one delete-and-wait task per kind did); otherwise
     all kinds are deleted first and waited for together. Each check lists
     each kind still waited for once. ``timeout`` bounds the whole wait.
-    Returns ``{changed, deleted, unserved}``; raises DeleteError.
+    Returns ``{changed, deleted}``; raises DeleteError (a kind the API server does not serve is one).
     """
     label_selector = selector(labels)
     paths, problems = resolve(client, kinds, namespace)
     if problems:
         raise DeleteError("\n".join(problems))
-    result = {"changed": False, "deleted": [], "unserved": [describe(k) for k, p in zip(kinds, paths) if p is None]}
+    result = {"changed": False, "deleted": []}
     deadline = clock() + timeout
     waiting = []  # (kind, path, {uid: item}) still to be gone
     for index, (kind, path) in enumerate(zip(kinds, paths)):
-        if path is None:
-            continue
         found = {}
         for obj in client.list(path, label_selector):
             meta = obj.get("metadata") or {}
             item = {"api_version": kind["api_version"], "kind": kind["kind"], "name": meta.get("name")}
             if meta.get("namespace"):
                 item["namespace"] = meta["namespace"]
+            if not SEGMENT.match(str(meta.get("name") or "")):
+                raise DeleteError(f"the API server listed an object of {path} named {meta.get('name')!r}: not deleted")
             if check_mode or client.delete(f"{path}/{meta.get('name')}", meta.get("uid"), propagation):
                 found[meta.get("uid")] = item
                 result["deleted"].append(item)

@@ -15,7 +15,7 @@ description:
     their order, and waits until the objects it deleted are gone. One C(kubernetes.core.k8s) task per kind with
     O(kinds) as its loop did the same at the cost of a module run and a wait per kind.
   - Each kind's resource is read from the API server's discovery (one call per API version). A kind the API
-    server does not serve, for example a custom resource whose definition is already gone, has nothing to delete.
+    server does not serve fails the task before anything is deleted, as M(kubernetes.core.k8s) does.
   - Objects are deleted by name with a precondition on their uid, so an object made again under the same name
     after the list is left alone.
   - With O(sequential=true) (the default) a kind's objects are deleted once those of the kinds before it are
@@ -143,12 +143,6 @@ deleted:
   sample:
     - {api_version: apps/v1, kind: DaemonSet, namespace: kube-system, name: neuron-device-plugin}
     - {api_version: rbac.authorization.k8s.io/v1, kind: ClusterRole, name: neuron-device-plugin}
-unserved:
-  description: The kinds of O(kinds) the API server does not serve (nothing of them deleted), as C(Kind (api_version)).
-  returned: always
-  type: list
-  elements: str
-  sample: ["Queue (scheduling.volcano.sh/v1beta1)"]
 api_calls:
   description: Kubernetes API calls made, by kind (C(discover), C(list) - one per page, C(delete)).
   returned: always
@@ -211,7 +205,7 @@ def main():
             module.fail_json(msg=f"kubeconfig/cluster: {e}")
         done = getattr(e, "result", {})
         module.fail_json(msg=str(e), changed=bool(done.get("deleted")), deleted=done.get("deleted", []),
-                         unserved=done.get("unserved", []), api_calls=client.calls if client else {})
+                         api_calls=client.calls if client else {})
     else:
         if module._diff:
             result["diff"] = {"before": "".join(absent.name_of(item) + "\n" for item in result["deleted"]), "after": ""}

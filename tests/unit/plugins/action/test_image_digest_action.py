@@ -72,3 +72,11 @@ def test_a_failed_module_run_keeps_nothing():
     action = _action(dict(ARGS), [{"failed": True, "msg": "could not pin an image by digest: ..."}])
     result = action.run(task_vars={})
     assert result["failed"] is True and "ansible_facts" not in result
+
+
+def test_where_the_run_cannot_be_told_nothing_is_kept_or_used(monkeypatch):
+    monkeypatch.setattr(plugin, "run_id", lambda: None)
+    action = _action(dict(ARGS), [_module_answer({ETCD: OTHER})])
+    result = action.run(task_vars={plugin.FACT: {"None|/tmp/kube.yaml|kube-system|trainium-eks-image-digests": {ETCD: DIGEST}}})
+    assert action._execute_module.call_count == 1 and result["images"][ETCD] == f"{ETCD}@{OTHER}"
+    assert "ansible_facts" not in result

@@ -94,8 +94,8 @@ def clock():
     return Clock()
 
 
-def run(cluster, clock, kinds=(DS, SA, CR), **kwargs):
-    return absent.delete_labelled(cluster, list(kinds), LABELS, namespace="kube-system", clock=clock, sleep=clock.sleep, **kwargs)
+def run(cluster, clock, kinds=(DS, SA, CR), namespace="kube-system", **kwargs):
+    return absent.delete_labelled(cluster, list(kinds), LABELS, namespace=namespace, clock=clock, sleep=clock.sleep, **kwargs)
 
 
 def test_deletes_only_objects_with_all_labels_in_the_order_of_the_kinds_with_the_propagation(clock):
@@ -171,12 +171,26 @@ def test_check_mode_reports_and_deletes_nothing(clock):
     assert len(cluster.objects[PATHS["DaemonSet"]]) == 1 and clock.sleeps == []
 
 
-def test_nothing_there_and_unserved_kinds_change_nothing(clock):
+def test_nothing_there_changes_nothing_and_an_unserved_kind_fails_before_any_delete(clock):
     cluster = Cluster(clock)
-    result = run(cluster, clock, kinds=(QUEUE, DS, SA, CR))
-    assert result == {"changed": False, "deleted": [], "unserved": ["Queue (scheduling.volcano.sh/v1beta1)"]}
+    assert run(cluster, clock, kinds=(DS, SA, CR)) == {"changed": False, "deleted": []}
+    cluster.add("ServiceAccount", "neuron-device-plugin")
+    with pytest.raises(absent.DeleteError, match=r"kinds\[0\]: got Queue \(scheduling.volcano.sh/v1beta1\); allowed: a kind the API server serves"):
+        run(cluster, clock, kinds=(QUEUE, SA))
+    assert cluster.calls["delete"] == 0 and len(cluster.objects[PATHS["ServiceAccount"]]) == 1
+
+
+def test_bad_api_versions_namespaces_and_listed_names_are_not_followed(clock):
+    cluster = Cluster(clock)
+    with pytest.raises(absent.DeleteError, match=r"kinds\[0\].api_version: got 'apps/v1/../../api'"):
+        run(cluster, clock, kinds=(dict(DS, api_version="apps/v1/../../api"),))
+    with pytest.raises(absent.DeleteError, match=r"namespace: got 'kube-system/../x'"):
+        run(cluster, clock, kinds=(SA,), namespace="kube-system/../x")
+    cluster.add("ServiceAccount", "neuron-device-plugin")
+    cluster.objects[PATHS["ServiceAccount"]][0]["metadata"]["name"] = "x?labelSelector="
+    with pytest.raises(absent.DeleteError, match="named 'x\\?labelSelector=': not deleted"):
+        run(cluster, clock, kinds=(SA,))
     assert cluster.calls["delete"] == 0
-    assert not any(entry[1].startswith("/apis/scheduling.volcano.sh") for entry in cluster.log)
 
 
 def test_an_object_gone_before_its_delete_is_not_counted(clock):
@@ -193,7 +207,7 @@ def test_kind_list_and_label_problems_before_any_delete(clock):
     with pytest.raises(absent.DeleteError, match=r"kinds\[0\].namespaced: got True \(bool\) for ClusterRole "
                                                  r"\(rbac.authorization.k8s.io/v1\); allowed: False, as the API server serves it"):
         run(cluster, clock, kinds=(dict(CR, namespaced=True),))
-    with pytest.raises(absent.DeleteError, match="namespace: got None; allowed: the namespace of the namespaced kind DaemonSet"):
+    with pytest.raises(absent.DeleteError, match=r"namespace: got None; allowed: the namespace \(a DNS label\) of the namespaced kind DaemonSet"):
         absent.delete_labelled(cluster, [DS], LABELS, clock=clock, sleep=clock.sleep)
     assert cluster.calls["delete"] == 0
     assert absent.label_problems({}) == ["labels: got {}; allowed: at least one label (no selector would match every object of the kinds)"]
