@@ -1,10 +1,9 @@
-#!/usr/bin/env python3
 # -*- coding: utf-8 -*-
 # Copyright: Contributors to the trainium.eks project
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Where pytest's CPU went, per test file: the sums of the lines tests/conftest.py writes with TRAINIUM_TEST_CPU_LOG.
 
-Usage: tools/test-cpu.py PREFIX [--most N] [--machine CORE_SECONDS]
+Usage: .venv/bin/python tools/test-cpu.py PREFIX [--most N] [--machine CORE_SECONDS]
 
 PREFIX-<worker>.tsv hold one line per test (node id, wall s, CPU s of the
 pytest worker, CPU s of the child processes it waited for: ansible-playbook,

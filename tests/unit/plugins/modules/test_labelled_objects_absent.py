@@ -58,8 +58,10 @@ def test_check_mode_with_diff_names_the_objects_and_deletes_nothing(run_main, cl
 def test_deletes_then_a_second_run_changes_nothing(run_main, cluster):
     code, result = run_main(module.main, ARGS)
     assert code == 0 and result["changed"] is True
-    assert cluster.deleted == [("/apis/apps/v1/namespaces/kube-system/daemonsets/neuron-monitor", "Foreground"),
-                              ("/apis/rbac.authorization.k8s.io/v1/clusterroles/neuron-monitor", "Foreground")]
+    assert cluster.deleted == [
+        ("/apis/apps/v1/namespaces/kube-system/daemonsets/neuron-monitor", "Foreground"),
+        ("/apis/rbac.authorization.k8s.io/v1/clusterroles/neuron-monitor", "Foreground"),
+    ]
     assert result["deleted"][1] == {"api_version": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "name": "neuron-monitor"}
     code, again = run_main(module.main, ARGS)
     assert code == 0 and again["changed"] is False and again["deleted"] == [] and len(cluster.deleted) == 2
