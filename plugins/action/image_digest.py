@@ -71,9 +71,11 @@ class ActionModule(ActionBase):
         task_vars = task_vars or {}
         args = self._task.args
         key = record_key(args)
-        kept = task_vars.get(FACT) or {}
+        kept = task_vars.get(FACT)
+        kept = kept if isinstance(kept, dict) else {}  # anything else under the name is not a record of this plugin
+        recorded = kept.get(key) if key else None
         references = list(dict.fromkeys(args.get("images") or []))
-        images = from_record(references, kept.get(key) or {}) if references and key else None
+        images = from_record(references, recorded) if references and isinstance(recorded, dict) else None
         if images is not None:
             result.update(changed=False, images=images, resolved=[],
                           msg=f"{len(images)} image(s) pinned by their recorded digests (the record as this run read it)")

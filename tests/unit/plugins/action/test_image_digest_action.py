@@ -80,3 +80,12 @@ def test_where_the_run_cannot_be_told_nothing_is_kept_or_used(monkeypatch):
     result = action.run(task_vars={plugin.FACT: {"None|/tmp/kube.yaml|kube-system|trainium-eks-image-digests": {ETCD: DIGEST}}})
     assert action._execute_module.call_count == 1 and result["images"][ETCD] == f"{ETCD}@{OTHER}"
     assert "ansible_facts" not in result
+
+
+def test_something_else_under_the_fact_name_is_not_read_as_a_record():
+    key = plugin.record_key(ARGS)
+    for other in ("a string", {key: "not a mapping"}, ["a", "list"]):
+        action = _action(dict(ARGS), [_module_answer({ETCD: OTHER})])
+        result = action.run(task_vars={plugin.FACT: other})
+        assert action._execute_module.call_count == 1 and result["images"][ETCD] == f"{ETCD}@{OTHER}"
+        assert result["ansible_facts"][plugin.FACT][key] == {ETCD: OTHER}
