@@ -17,6 +17,7 @@ import re
 import time
 
 from ansible_collections.trainium.eks.plugins.module_utils import trainium_kube as kube
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_deployment import DNS_LABEL_RE, LABEL_VALUE_RE
 
 PROPAGATION_POLICIES = ("Foreground", "Background", "Orphan")
 # The wait checks right after the deletions, then after these pauses, then every poll interval.
@@ -25,10 +26,8 @@ PAGE_SIZE = 500
 # Kubernetes' label syntax: an optional DNS-subdomain prefix and a name; values may be empty.
 LABEL_NAME = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 API_VERSION = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?v[0-9]+((alpha|beta)[0-9]+)?$")
-NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 # What a path segment from the API server (a resource's or an object's name) may be; anything else is not followed.
 SEGMENT = re.compile(r"^[A-Za-z0-9][-A-Za-z0-9_.:]*$")
-LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
 
 
 class DeleteError(Exception):
@@ -47,7 +46,7 @@ def label_problems(labels):
     for key, value in labels.items():
         if not LABEL_NAME.match(str(key)) or len(str(key).rsplit("/", maxsplit=1)[-1]) > 63:
             problems.append(f"labels: got key {key!r} ({type(key).__name__}); allowed: a label name, [prefix/]name of at most 63 characters")
-        if not isinstance(value, str) or not LABEL_VALUE.match(value):
+        if not isinstance(value, str) or not LABEL_VALUE_RE.match(value):
             problems.append(f"labels.{key}: got {value!r} ({type(value).__name__}); allowed: a label value, "
                             "at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit")
     return problems
@@ -135,7 +134,7 @@ def resolve(client, kinds, namespace):
         if resource["namespaced"] != namespaced:
             problems.append(f"kinds[{index}].namespaced: got {namespaced} ({type(namespaced).__name__}) for {describe(kind)}; "
                             f"allowed: {resource['namespaced']}, as the API server serves it")
-        elif namespaced and not NAMESPACE.match(str(namespace or "")):
+        elif namespaced and not DNS_LABEL_RE.match(str(namespace or "")):
             problems.append(f"namespace: got {namespace!r}; allowed: the namespace (a DNS label) of the namespaced kind {describe(kind)}")
         else:
             base = group_version_path(kind["api_version"])

@@ -5,8 +5,7 @@
 
 from __future__ import annotations
 
-from unittest import mock
-
+from action_stub import stub_action
 from ansible_collections.trainium.eks.plugins.action import image_digest as plugin
 
 ETCD = "quay.io/coreos/etcd:v3.5.34"
@@ -17,13 +16,7 @@ ARGS = {"images": [ETCD], "kubeconfig": "/tmp/kube.yaml"}
 
 
 def _action(args, answers):
-    task = mock.MagicMock()
-    task.args = args
-    task.check_mode = False
-    task.async_val = 0
-    action = plugin.ActionModule(task, mock.MagicMock(), mock.MagicMock(), loader=None, templar=mock.MagicMock(), shared_loader_obj=None)
-    action._execute_module = mock.MagicMock(side_effect=answers)
-    return action
+    return stub_action(plugin, args, answers=answers)
 
 
 def _module_answer(recorded, asked=()):

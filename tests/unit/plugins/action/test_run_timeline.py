@@ -12,10 +12,10 @@ import pathlib
 import stat
 import subprocess
 import sys
-from unittest import mock
 
 import pytest
 
+from action_stub import stub_action
 from ansible_collections.trainium.eks.plugins.action import run_timeline as plugin
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_timeline import summarize
 
@@ -52,10 +52,7 @@ def test_no_notes_and_a_bad_event():
 
 
 def _action(args, check_mode=False):
-    task = mock.MagicMock()
-    task.args = args
-    task.check_mode = check_mode
-    return plugin.ActionModule(task, mock.MagicMock(), mock.MagicMock(), loader=None, templar=mock.MagicMock(), shared_loader_obj=None)
+    return stub_action(plugin, args, check_mode=check_mode)
 
 
 @pytest.fixture(autouse=True)

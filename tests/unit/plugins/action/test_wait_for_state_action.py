@@ -6,11 +6,11 @@
 from __future__ import annotations
 
 import pathlib
-from unittest import mock
 
 import pytest
 import yaml
 
+from action_stub import stub_action
 from ansible_collections.trainium.eks.plugins.action import wait_for_state as plugin
 
 
@@ -21,13 +21,7 @@ def test_dig_and_duration():
 
 
 def _action(args, answers, check_mode=False):
-    task = mock.MagicMock()
-    task.args = args
-    task.check_mode = check_mode
-    task.async_val = 0
-    action = plugin.ActionModule(task, mock.MagicMock(), mock.MagicMock(), loader=None, templar=mock.MagicMock(), shared_loader_obj=None)
-    action._execute_module = mock.MagicMock(side_effect=answers)
-    return action
+    return stub_action(plugin, args, check_mode=check_mode, answers=answers)
 
 
 ARGS = {"module": "trainium.eks.fsx_lustre", "module_args": {"name": "fs"}, "state_path": "file_system.lifecycle",
