@@ -22,6 +22,7 @@ from ansible_collections.trainium.eks.plugins.module_utils import trainium_commo
 
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_facts import USABLE_RESERVATION_STATES
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_facts import build_capacity_facts
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_limits import TRAINIUM_INSTANCE_TYPES
 
 
 class TrainiumCapacityError(common.TrainiumAWSError):
@@ -98,7 +99,7 @@ def regions_offering(client, regional_client, instance_types):
 TRN_QUOTA_NAMES = {"ON_DEMAND": "Running On-Demand Trn instances", "SPOT": "All Trn Spot Instance Requests"}
 ON_DEMAND_TRN_QUOTA_CODE = "L-2C3B7624"
 LIVE_INSTANCE_STATES = ["pending", "running"]
-TRAINIUM_TYPES = ["trn1.2xlarge", "trn1.32xlarge", "trn1n.32xlarge", "trn2.48xlarge"]
+TRAINIUM_TYPES = list(TRAINIUM_INSTANCE_TYPES)
 
 
 def _quota_entry(quota):

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.trainium.eks.plugins.module_utils import trainium_tracks as tracks
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_facts import USABLE_RESERVATION_STATES
-from ansible_collections.trainium.eks.plugins.module_utils.trainium_limits import (  # noqa: F401 (INSTANCE_TYPE_RE: this module's API)
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_limits import (  # noqa: F401 (INSTANCE_TYPE_RE, TRAINIUM_INSTANCE_TYPES: this module's API)
     CAPACITY_TYPES,
     EKS_LABEL_MAX,
     FSX_CAPACITY_RULE,
@@ -27,6 +28,7 @@ from ansible_collections.trainium.eks.plugins.module_utils.trainium_limits impor
     NODEGROUP_NAME_MAX,
     NODEGROUP_NAME_RULE,
     RESERVATION_CAPACITY_TYPES,
+    TRAINIUM_INSTANCE_TYPES,
     default_lnc,
     fsx_capacity_ok,
     kubelet_refuses_label,
@@ -69,7 +71,6 @@ SYSTEM_POOL_DEFAULTS = {"enabled": True, "instance_type": "m7i.large", "count": 
 SYSTEM_POOL_MAX_NODES = 10
 # Graviton (arm64) families: a generation digit followed by "g" (m7g, c6gn, r8gd, t4g, im4gn), and a1.
 GRAVITON_TYPE_RE = re.compile(r"^([a-z]+[0-9]+g[a-z]*|a1)\.")
-TRAINIUM_INSTANCE_TYPES = ("trn1.2xlarge", "trn1.32xlarge", "trn1n.32xlarge", "trn2.48xlarge")
 # EKS's versions in standard or extended support (1.36 on EKS since June 2026); the volcano role's rule refuses one its
 # pinned Volcano release does not support (1.36 with Volcano v1.15, which supports up to 1.35).
 KUBERNETES_VERSIONS = ("1.31", "1.32", "1.33", "1.34", "1.35", "1.36")
@@ -241,10 +242,38 @@ def _validate_image(errors, image):
     if errors.check_re("trainium_image.tag", tag, IMAGE_TAG_RE, "an image tag of 1-128 letters, digits, '.', '_' and '-'") and tag == "latest":
         errors.add("trainium_image.tag", tag, "a version tag; 'latest' is not allowed because tags are immutable and pinned")
     base = image.get("base_image")
-    if not errors.check_re("trainium_image.base_image", base, PINNED_IMAGE_RE, "a full image reference 'registry/name:tag' or '...@sha256:<digest>'"):
+    # Unset: the training track's pinned image (_validate_track).
+    if base is None or not errors.check_re("trainium_image.base_image", base, PINNED_IMAGE_RE,
+                                           "a full image reference 'registry/name:tag' or '...@sha256:<digest>', or unset for the track's image"):
         return
     if ":" not in base.split("/")[-1] and "@sha256:" not in base or base.endswith(":latest"):
         errors.add("trainium_image.base_image", base, "an image pinned by a version tag or a digest, not 'latest' or no tag")
+
+
+def _validate_track(errors, job, pools, image):
+    """The job's training track against its pool's instance family, and the base image against the track
+    (trainium_tracks: PyTorch/XLA's last training SDK is 2.29, TorchNeuron runs on trn2 and trn3)."""
+    if not isinstance(job, dict):
+        return
+    framework = job.get("framework")
+    if framework is not None and not errors.check_choice("trainium_job.framework", framework, tracks.FRAMEWORKS):
+        return
+    pool = next((p for p in pools if isinstance(p, dict) and p.get("name") == job.get("node_pool")), None)
+    if pool is None or pool.get("instance_type") not in TRAINIUM_INSTANCE_TYPES:
+        return
+    if framework is not None:
+        problem = tracks.framework_problem(framework, pool["instance_type"])
+        if problem:
+            errors.add("trainium_job.framework", framework, problem)
+            return
+    framework = tracks.job_framework(job, pools)
+    if not isinstance(image, dict) or not (image.get("base_image") is None or isinstance(image.get("base_image"), str)):
+        return
+    if image.get("base_image") is not None and not PINNED_IMAGE_RE.match(image["base_image"]):
+        return
+    problem = tracks.base_image_problem(framework, image)
+    if problem:
+        errors.add("trainium_image.base_image", image.get("base_image") or "", problem)
 
 
 def _validate_dataset(errors, dataset):
@@ -380,6 +409,7 @@ def deployment_errors(variables):
     _validate_image(errors, variables.get("trainium_image"))
     _validate_dataset(errors, variables.get("trainium_dataset"))
     _validate_job(errors, variables.get("trainium_job"), pool_names)
+    _validate_track(errors, variables.get("trainium_job"), pools if isinstance(pools, list) else [], variables.get("trainium_image"))
     _validate_tags(errors, variables.get("trainium_tags"))
     _validate_system_pool(errors, variables.get("trainium_system_node_pool"))
     kubeconfig = variables.get("trainium_kubeconfig")
@@ -678,6 +708,7 @@ def deployment_model(variables):
     """
     cluster = variables["trainium_cluster_name"]
     tags = base_tags(cluster, variables.get("trainium_tags"))
+    framework = tracks.job_framework(variables["trainium_job"], variables["trainium_node_pools"])
     return {
         "cluster_name": cluster,
         "region": variables["trainium_region"],
@@ -690,9 +721,10 @@ def deployment_model(variables):
         # Where the eks_cluster role writes the kubeconfig and the platform roles read it.
         "kubeconfig": variables.get("trainium_kubeconfig") or f"~/.kube/{cluster}.yaml",
         "storage": dict(variables["trainium_storage"]),
-        "image": dict(variables["trainium_image"]),
+        # The base image and the training track resolved: the given ones, else the track's and the family's.
+        "image": dict(variables["trainium_image"], base_image=tracks.base_image(framework, variables["trainium_image"])),
         "dataset": dict(variables["trainium_dataset"]),
-        "job": dict({"rdzv_backend": "etcd", "max_retry": 3, "precision": "bf16"}, **variables["trainium_job"]),
+        "job": dict({"rdzv_backend": "etcd", "max_retry": 3, "precision": "bf16"}, **{**variables["trainium_job"], "framework": framework}),
         # Where the platform images' digests are read (trainium.eks.image_digest).
         "image_mirrors": dict(variables.get("trainium_image_mirrors") or {}),
         "registry_ca_dir": variables.get("trainium_registry_ca_dir") or None,

@@ -93,6 +93,30 @@ def kubelet_refuses_label(key):
     return key not in KUBELET_LABELS and not any(_in_namespace(namespace, allowed) for allowed in KUBELET_LABEL_NAMESPACES)
 
 
+# The Trainium instance types the collection deploys, each with EC2's figures
+# (DescribeInstanceTypes: NeuronInfo device count and cores per device,
+# VCpuInfo, MemoryInfo, NetworkInfo.EfaInfo.MaximumEfaInterfaces) and Neuron's
+# ("Amazon EC2 Trn1/Trn1n Architecture", "Amazon EC2 Trn2 Architecture"). The
+# one table of these facts: the job's resources, the device plugins' pools, the
+# capacity lookup and the validation all read it. Trn3 has no row: neither
+# EC2's nor Neuron's documentation names its instance sizes yet (Neuron's EKS
+# page says "Trn3pds", its architecture page gives UltraServers only); its
+# family's facts are below, so that it becomes one row here once AWS names them.
+TRAINIUM_TYPE_FIELDS = ("devices", "cores_per_device", "efa_interfaces", "vcpus", "memory_gib")
+TRAINIUM_TYPE_FACTS = {
+    "trn1.2xlarge": dict(zip(TRAINIUM_TYPE_FIELDS, (1, 2, 0, 8, 32))),
+    "trn1.32xlarge": dict(zip(TRAINIUM_TYPE_FIELDS, (16, 2, 8, 128, 512))),
+    "trn1n.32xlarge": dict(zip(TRAINIUM_TYPE_FIELDS, (16, 2, 16, 128, 512))),
+    "trn2.48xlarge": dict(zip(TRAINIUM_TYPE_FIELDS, (16, 8, 16, 192, 2048))),
+}
+TRAINIUM_INSTANCE_TYPES = tuple(TRAINIUM_TYPE_FACTS)
+
+
+def type_fact(instance_type, field):
+    """One figure of TRAINIUM_TYPE_FACTS (``devices``, ``efa_interfaces``, ...), None for a type it does not list."""
+    return (TRAINIUM_TYPE_FACTS.get(instance_type) or {}).get(field)
+
+
 # Logical NeuronCore configuration (LNC): how many physical NeuronCores make
 # one logical NeuronCore, the unit the device plugin advertises as
 # aws.amazon.com/neuroncore and a training process (rank) runs on. Trainium2
@@ -102,9 +126,11 @@ def kubelet_refuses_label(key):
 # trn1 supports LNC=1 only. Sources: Neuron documentation, "Logical
 # NeuronCore configuration" and "EKS prerequisites" (Trn2 LNC
 # configuration); Neuron compiler error EARG001 ("On trn1, only lnc=1 is
-# supported").
-LNC_CHOICES = {"trn1": (1,), "trn1n": (1,), "trn2": (1, 2)}
-LNC_DEFAULTS = {"trn1": 1, "trn1n": 1, "trn2": 2}
+# supported"). Trainium3 devices hold 8 NeuronCore-v4 and take LNC 1 or 2
+# ("LNC applies only to Trn2 and Trn3 instances"; "TRN2 and TRN3 provide two
+# physical cores per logical NeuronCore").
+LNC_CHOICES = {"trn1": (1,), "trn1n": (1,), "trn2": (1, 2), "trn3": (1, 2)}
+LNC_DEFAULTS = {"trn1": 1, "trn1n": 1, "trn2": 2, "trn3": 2}
 
 
 def instance_family(instance_type):

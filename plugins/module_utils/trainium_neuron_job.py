@@ -25,7 +25,8 @@ import shlex
 import time
 
 from ansible_collections.trainium.eks.plugins.module_utils import trainium_kube as kube
-from ansible_collections.trainium.eks.plugins.module_utils.trainium_limits import lnc_choices, pool_lnc
+from ansible_collections.trainium.eks.plugins.module_utils import trainium_tracks as tracks
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_limits import TRAINIUM_TYPE_FACTS, lnc_choices, pool_lnc
 
 GROUP, VERSION, PLURAL = "batch.volcano.sh", "v1alpha1", "jobs"
 PG_GROUP, PG_VERSION, PG_PLURAL = "scheduling.volcano.sh", "v1beta1", "podgroups"
@@ -52,10 +53,10 @@ VOLCANO_INDEX_LABEL = "volcano.sh/task-index"
 MAX_JOB_BYTES = 1024 * 1024
 # The env variable of a compact Job's pods that carries the pod's replica (Volcano's task-index label).
 REPLICA_ENV = "TRAINIUM_REPLICA"
-NEURON_DEVICES = {"trn1.2xlarge": 1, "trn1.32xlarge": 16, "trn1n.32xlarge": 16, "trn2.48xlarge": 16}
-EFA_INTERFACES = {"trn1.2xlarge": 0, "trn1.32xlarge": 8, "trn1n.32xlarge": 16, "trn2.48xlarge": 16}
-# vCPUs and memory (GiB) of each type (EC2 instance type specifications, accelerated computing: Trn1, Trn1n, Trn2).
-INSTANCE_SIZES = {"trn1.2xlarge": (8, 32), "trn1.32xlarge": (128, 512), "trn1n.32xlarge": (128, 512), "trn2.48xlarge": (192, 2048)}
+# Each type's devices, EFA interfaces, vCPUs and memory (GiB), from the one table of Trainium facts.
+NEURON_DEVICES = {itype: facts["devices"] for itype, facts in TRAINIUM_TYPE_FACTS.items()}
+EFA_INTERFACES = {itype: facts["efa_interfaces"] for itype, facts in TRAINIUM_TYPE_FACTS.items()}
+INSTANCE_SIZES = {itype: (facts["vcpus"], facts["memory_gib"]) for itype, facts in TRAINIUM_TYPE_FACTS.items()}
 # What a worker pod leaves of its node for the kubelet and the daemonsets: 1/32 of the vCPUs (at least 1) and 1/8 of
 # the memory (at least 6 GiB: a trn1.2xlarge keeps about 1.5 GiB for the kernel, 1 GiB for the kubelet at
 # 58 pods). On a trn1.32xlarge that is 4 vCPUs and 64 GiB, against about 0.4 vCPU that the EKS AMI
@@ -108,6 +109,9 @@ ADDITIONS = (
     "<job>-<uid>); each needs a new rendezvous, because a finished or failed run closed its own in etcd for the 2 h "
     "its run keys live",
     COMPACT,
+    "on the native track (framework native, TorchNeuron), which TorchX's component does not know: no XLA variables "
+    "(XLA_TRANSFER_SEED_ASYNC, XLA_DOWNCAST_BF16), and after TRANSFORMERS_CACHE the env TRAINIUM_EKS_FRAMEWORK=native "
+    "and, with bf16, NEURON_RT_STOCHASTIC_ROUNDING_EN=1 and TRAINIUM_EKS_BF16=1 (trainium_tracks.environment)",
 )
 # What the pods get on top of TorchX's rendering (ADDITIONS): no API token, no Service links, seccomp, no escalation.
 POD_HARDENING = {"automountServiceAccountToken": False, "enableServiceLinks": False,
@@ -226,6 +230,10 @@ def problems(params):
         found.append(f"max_retry: got {params['max_retry']}; allowed: 0 or more")
     if params.get("mode") == "precompile" and not params.get("steps_this_run"):
         found.append("steps_this_run: not set with mode precompile; allowed: the number of steps the precompile run traces")
+    framework = params.get("framework") or tracks.XLA
+    if params.get("mode") == "precompile" and not tracks.precompiles(framework):
+        found.append(f"mode: got 'precompile' with framework {framework!r}; allowed: train (neuron_parallel_compile is "
+                     "PyTorch/XLA's tool; TorchNeuron compiles on first use)")
     found.extend(f"{name}: got {value!r}; allowed: {allowed}" for name, value, allowed in pod_option_problems(params))
     if params.get("env"):
         found.extend(f"env: {key!r} is not a valid variable name" for key in params["env"] if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", str(key)))
@@ -288,6 +296,7 @@ def environment(params, replica):
     compact = replica is None
     if compact:
         replica = f"$({REPLICA_ENV})"
+    track_early, track_late = tracks.environment(params.get("framework") or tracks.XLA, params.get("bf16"))
     pairs = [
         ("CCOM_SOCKET_IFNAME", "eth0"),
         ("FI_EFA_USE_DEVICE_RDMA", "1"),
@@ -295,12 +304,11 @@ def environment(params, replica):
         ("FI_EFA_FORK_SAFE", "1"),
         ("NEURON_RT_RESET_CORES", "1"),
         *((("NEURON_LOGICAL_NC_CONFIG", str(logical_nc_config(params))),) if logical_nc_config(params) else ()),
-        ("XLA_TRANSFER_SEED_ASYNC", "1"),
+        *track_early,
         ("NEURON_CC_FLAGS", f"--cache_dir=/{_join(cache_root, f'{cacheset}_{replica}')}"),
         ("TRANSFORMERS_CACHE", f"/{_join(params.get('mount_path') or '/data', 'transformers_cache', f'{cacheset}_{replica}')}"),
+        *track_late,
     ]
-    if params.get("bf16"):
-        pairs.append(("XLA_DOWNCAST_BF16", "1"))
     if replica == 0:
         pairs.append(("TORCHX_RANK0_HOST", "localhost"))
     if read_only_root(params) or params.get("run_as_user") is not None:

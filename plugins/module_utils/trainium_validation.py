@@ -31,6 +31,7 @@ from ansible.module_utils.parsing.convert_bool import BOOLEANS, boolean
 
 from ansible_collections.trainium.eks.plugins.module_utils import trainium_fsx as fsx
 from ansible_collections.trainium.eks.plugins.module_utils import trainium_limits as limits
+from ansible_collections.trainium.eks.plugins.module_utils import trainium_tracks as tracks
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_eks import MAX_ADMIN_PRINCIPALS, MAX_KMS_KEY_ADMINS, PRINCIPAL_ARN_PATTERN
 from ansible_collections.trainium.eks.plugins.module_utils.trainium_deployment import (
     DEPLOYMENT_VARIABLES,
@@ -361,7 +362,9 @@ def trn_launch_template_problems(values):
             "trn_launch_template_ami_release", release, AMI_RELEASE_RE,
             "'recommended' or a published AL2023 Neuron release name such as amazon-eks-node-al2023-x86_64-neuron-1.35-v20260625",
         ):
-            mismatch = limits.neuron_driver_problem(release, (values.get("trainium_image") or {}).get("base_image"))
+            # The base image given, else the training track's (trainium_tracks).
+            framework = tracks.job_framework(values.get("trainium_job"), values.get("trainium_node_pools"))
+            mismatch = limits.neuron_driver_problem(release, tracks.base_image(framework, values.get("trainium_image")))
             if mismatch:
                 problems.add("trn_launch_template_ami_release", release, mismatch)
     for name, low, high in (("trn_launch_template_root_volume_iops", 3000, 80000), ("trn_launch_template_root_volume_throughput", 125, 2000)):

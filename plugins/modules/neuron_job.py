@@ -133,9 +133,19 @@ options:
     description:
       - Rendezvous endpoint; default V(etcd-server:2379), and with V(c10d) rank 0's pod C(<job>-role1-0-0.<job>:29500).
     type: str
+  framework:
+    description:
+      - The training track. V(xla) - PyTorch/XLA (torch-neuronx 2.9, the last for training is Neuron 2.29), the
+        Job exactly as TorchX renders the reference; V(native) - TorchNeuron (Neuron 2.33 or later, trn2 and trn3),
+        no XLA variables, C(TRAINIUM_EKS_FRAMEWORK=native), and no precompile (O(mode=precompile) is refused).
+    type: str
+    choices: [xla, native]
+    default: xla
+    version_added: 0.5.0
   bf16:
     description:
-      - Set C(XLA_DOWNCAST_BF16=1).
+      - bf16 training. On the V(xla) track C(XLA_DOWNCAST_BF16=1); on V(native) C(NEURON_RT_STOCHASTIC_ROUNDING_EN=1)
+        and C(TRAINIUM_EKS_BF16=1) (the script runs under C(torch.autocast) in bfloat16).
     type: bool
     default: false
   cacheset:
@@ -424,6 +434,7 @@ ARGUMENT_SPEC = dict(
     efa_interfaces=dict(type="int"),
     rdzv_backend=dict(type="str", choices=["etcd", "etcd-v2", "c10d"], default="etcd"),
     rdzv_endpoint=dict(type="str"),
+    framework=dict(type="str", choices=["xla", "native"], default="xla"),
     bf16=dict(type="bool", default=False),
     cacheset=dict(type="str", default="default"),
     claim_name=dict(type="str", default="fsx-claim"),

@@ -130,6 +130,14 @@ STATIC_CASES = [
     ("job-name-uppercase", "trainium_job.name", "BERT", ["trainium_job.name: got 'BERT'", "lowercase letters"]),
     ("job-precision", "trainium_job.precision", "fp16", ["precision", "fp16", "bf16, fp32"]),
     ("job-max-retry", "trainium_job.max_retry", 11, ["trainium_job.max_retry: got 11 (int)", "an integer from 0 to 10"]),
+    # The training tracks (docs/training.md, "Two tracks"): TorchNeuron is not for trn1; a trn2 pool runs it by default,
+    # and the inventory's base image is PyTorch/XLA's (the rehearsal's stand-in names Neuron SDK 2.29 in its tag).
+    ("job-native-on-trn1", "trainium_job.framework", "native",
+     ["trainium_job.framework: got 'native' (str); allowed: xla on trn1.32xlarge, or unset for xla: TorchNeuron, the native track, "
+      "runs on Trainium2 and Trainium3 only"]),
+    ("pool-trn2-with-the-xla-image", "trainium_node_pools.0.instance_type", "trn2.48xlarge",
+     ["trainium_image.base_image: got '", "allowed: an image of TorchNeuron, the native track (Neuron SDK 2.33 or later, PyTorch 2.13 "
+      "or later); this one is PyTorch/XLA's (Neuron SDK 2.29)"]),
     ("pool-unknown-key", "trainium_node_pools.0.instance_typo", "trn1.32xlarge", ["instance_typo"]),
 ]
 
@@ -144,8 +152,10 @@ def _related(a, b):
 # throughput unchecked, a capacity block's missing id needs the type it names, the
 # pools a job may name and the counts a max_count may take come from the pools.
 HIDES = {"fsx-type": {"fsx-throughput"}, "pool-capacity-type": {"pool-capacity-block-without-id"},
-         "pools-empty": {"job-unknown-pool"}, "pool-count-negative": {"pool-max-below-count"},
-         "pool-count-too-big": {"pool-max-below-count"}}
+         "pools-empty": {"job-unknown-pool", "job-native-on-trn1"}, "pool-count-negative": {"pool-max-below-count"},
+         "pool-count-too-big": {"pool-max-below-count"}, "job-native-on-trn1": {"pool-trn2-with-the-xla-image"},
+         "image-base-unpinned": {"pool-trn2-with-the-xla-image"},
+         "job-unknown-pool": {"job-native-on-trn1", "pool-trn2-with-the-xla-image"}}
 
 
 # A key no pool may have is reported when the pool's other keys are good.
@@ -228,7 +238,8 @@ def _cancelled_reservation(aws):
 # (case id, how to build the bad variables from a clean account, fragments)
 # These need the EC2 facts, so they are caught after the read-only lookup.
 CAPACITY_CASES = [
-    ("no-zone-offers-type", lambda aws, v: _set_pool(v, instance_type="trn2.48xlarge", count=1),
+    # On the xla track, as the inventory's base image is PyTorch/XLA's.
+    ("no-zone-offers-type", lambda aws, v: (_set_pool(v, instance_type="trn2.48xlarge", count=1), v["trainium_job"].update(framework="xla")),
      ["trainium_node_pools[0].instance_type: got 'trn2.48xlarge'", "no zone of us-west-2 offers trn2.48xlarge; it is offered in ",
       "(set trainium_region to one of them)"]),
     ("pinned-zone-does-not-offer", lambda aws, v: _set_pool(v, availability_zone="us-west-2a"),

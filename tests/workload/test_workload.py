@@ -282,6 +282,24 @@ def test_resume_from_checkpoint(train_venv, shards, tmp_path):
     assert len(list((out / "tensorboard").glob("events.out.tfevents.*"))) == 2
 
 
+def test_native_track_without_a_neuron_device_runs_on_the_cpu_and_refuses_when_the_device_is_required(train_venv, shards, tmp_path):
+    """TRAINIUM_EKS_FRAMEWORK=native (the job's variable on trn2) tries TorchNeuron's neuron device: without it (no
+    torch_neuronx here) the run says so and trains on the CPU, checkpoint included; TRAINIUM_EKS_DEVICE=neuron refuses."""
+    args = [str(train_venv / "bin" / "python"), str(WORKLOAD / "train_bert.py"), "--data_dir", str(shards),
+            "--output_dir", str(tmp_path / "out"), "--model_config", "tiny", "--batch_size", "2", "--grad_accum_usteps", "1",
+            "--max_steps", "3", "--checkpoint_steps", "3"]
+    done = _run(train_venv, args, TRAINIUM_EKS_DEVICE="auto", TRAINIUM_EKS_FRAMEWORK="native", TRAINIUM_EKS_BF16="1")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert any(line.startswith("LOG no neuron device (") and line.endswith("): running on the CPU")
+               for line in done.stdout.splitlines()), done.stdout[:2000]
+    assert "device cpu backend none" in done.stdout
+    assert [int(m["step"]) for m in _steps(done.stdout)] == [1, 2, 3]
+    assert (tmp_path / "out" / "checkpoints" / "ckpt_3.pt").is_file()
+    required = _run(train_venv, args, TRAINIUM_EKS_DEVICE="neuron")
+    assert required.returncode != 0
+    assert "RuntimeError: TRAINIUM_EKS_DEVICE=neuron but no neuron device: " in required.stderr, required.stderr[-2000:]
+
+
 def test_graph_extraction_saves_nothing(train_venv, shards, tmp_path):
     """Under neuron_parallel_compile (NEURON_EXTRACT_GRAPHS_ONLY) no checkpoint is written or resumed."""
     out = tmp_path / "out"

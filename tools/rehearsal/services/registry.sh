@@ -177,9 +177,9 @@ registry_base_versions() {
 }
 
 # The Neuron SDK of the Deep Learning Container the base image stands in for
-# (inventories/aws: pytorch-training-neuronx:...-sdk2.30.0-...). Its tag says
+# (inventories/aws: pytorch-training-neuronx:...-sdk2.29.1-...). Its tag says
 # so, as a DLC's does, and the validation checks it against the nodes' AMI.
-REGISTRY_BASE_STANDS_FOR_SDK=2.30.0
+REGISTRY_BASE_STANDS_FOR_SDK=2.29.1
 
 # The base image's tag: busybox's version ("1:1.35.0-4+deb12u1+b1" ->
 # "1.35.0-4-deb12u1-b1") plus 10 hex of a sha256 over every "package=version"

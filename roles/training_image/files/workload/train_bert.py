@@ -4,11 +4,14 @@
 """BERT phase-1 pre-training (masked LM + next sentence prediction) over HDF5 shards.
 
 Data-parallel over every process torchrun starts (or one process without
-torchrun). On Neuron (torch-xla importable and an XLA device present) it runs
-on the XLA device: gradients are all-reduced by ``xm.optimizer_step``, graphs
-are cut with ``xm.mark_step`` and bf16 comes from the ``XLA_DOWNCAST_BF16``
-environment variable the job sets. Elsewhere it runs plain PyTorch on CPU with
-a gloo process group.
+torchrun). On the xla track (torch-xla importable and an XLA device present)
+it runs on the XLA device: gradients are all-reduced by ``xm.reduce_gradients``,
+graphs are cut with ``xm.mark_step`` and bf16 comes from the
+``XLA_DOWNCAST_BF16`` environment variable the job sets. On the native track
+(``TRAINIUM_EKS_FRAMEWORK=native``, TorchNeuron importable) it runs eagerly on
+the ``neuron`` device with the ``neuron`` process group, and in bf16 under
+``torch.autocast`` when ``TRAINIUM_EKS_BF16=1``. Elsewhere (no such device,
+as on the rehearsal) it runs plain PyTorch on CPU with a gloo process group.
 
 Rank 0 prints the reference log line every --log_steps steps::
 
@@ -23,6 +26,7 @@ a run resumes from the newest one.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import glob
 import json
@@ -228,25 +232,58 @@ class ShardStream:
 # --------------------------------------------------------------------------- runtime
 
 class Runtime:
-    """Device, ranks and collectives for either torch-xla or CPU + gloo."""
+    """Device, ranks and collectives: torch-xla (the xla track), TorchNeuron's ``neuron`` device (the native
+    track, TRAINIUM_EKS_FRAMEWORK=native), or the CPU with gloo when the track's device is not there."""
 
     def __init__(self, force=None):
         self.xla = False
         self.xm = None
+        self.native = False
+        self.autocast_bf16 = False
         wanted = force or os.environ.get("TRAINIUM_EKS_DEVICE", "auto")
-        if wanted in ("auto", "xla"):
+        native_track = os.environ.get("TRAINIUM_EKS_FRAMEWORK", "xla") == "native"
+        if wanted == "neuron" or (wanted == "auto" and native_track):
+            self._try_neuron(required=wanted == "neuron")
+        elif wanted in ("auto", "xla"):
             self._try_xla(required=wanted == "xla")
         if self.xla:
             return
-        self.device = torch.device("cpu")
         self.world = int(os.environ.get("WORLD_SIZE", "1"))
         self.rank = int(os.environ.get("RANK", "0"))
         self.local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+        if not self.native:
+            self.device = torch.device("cpu")
         self.backend = "none"
         if self.world > 1:
-            dist.init_process_group("gloo", timeout=datetime.timedelta(minutes=30))
+            # TorchNeuron's process group is "neuron" (torchrun's env:// variables); on the CPU, gloo.
+            backend = "neuron" if self.native else "gloo"
+            dist.init_process_group(backend, init_method="env://", timeout=datetime.timedelta(minutes=30))
             self.world, self.rank = dist.get_world_size(), dist.get_rank()
-            self.backend = "gloo"
+            self.backend = backend
+
+    def _try_neuron(self, required):
+        """TorchNeuron (torch-neuronx 2.13+): importing it registers the neuron device and process group."""
+        try:
+            import torch_neuronx  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
+            count = torch.neuron.device_count() if hasattr(torch, "neuron") else 0
+            if not count:
+                raise RuntimeError("no NeuronCore visible to this process")
+        except Exception as err:  # pylint: disable=broad-except
+            if required:
+                raise RuntimeError("TRAINIUM_EKS_DEVICE=neuron but no neuron device: %s" % err) from err
+            if int(os.environ.get("RANK", "0")) == 0:
+                print("LOG no neuron device (%s): running on the CPU" % err, flush=True)
+            return
+        local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+        self.native = True
+        self.device = torch.device("neuron", local_rank if count > local_rank else 0)
+        self.autocast_bf16 = os.environ.get("TRAINIUM_EKS_BF16", "") == "1"
+
+    def autocast(self):
+        """bf16 on the native track (TRAINIUM_EKS_BF16=1): torch.autocast on the neuron device; else nothing."""
+        if self.native and self.autocast_bf16:
+            return torch.autocast(device_type="neuron", dtype=torch.bfloat16)
+        return contextlib.nullcontext()
 
     def _try_xla(self, required):
         try:
@@ -324,7 +361,8 @@ class Runtime:
         if self.xla:
             self.xm.save(state, tmp, master_only=True, global_master=True)
         elif self.is_root:
-            torch.save(state, tmp)
+            # TorchNeuron's tensors go to the file from host memory, as CPU tensors load anywhere.
+            torch.save(to_cpu(state) if self.native else state, tmp)
         if self.is_root:
             os.replace(tmp, path)
         self.barrier("checkpoint")
@@ -391,6 +429,17 @@ def parse_args(argv=None):
     parser.add_argument("--log_steps", type=int, default=1)
     parser.add_argument("--weight_decay", type=float, default=0.01)
     return parser.parse_args(argv)
+
+
+def to_cpu(value):
+    """A copy of nested dicts, lists and tuples with every tensor moved to the CPU."""
+    if torch.is_tensor(value):
+        return value.detach().cpu()
+    if isinstance(value, dict):
+        return {key: to_cpu(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(to_cpu(item) for item in value)
+    return value
 
 
 def log(runtime, message):
@@ -498,10 +547,11 @@ def main(argv=None) -> int:  # pylint: disable=too-many-locals,too-many-statemen
         for batch in stream.epoch(epoch, skip=epoch_ustep):
             got_batch = True
             batch = {k: v.to(runtime.device) for k, v in batch.items()}
-            mlm_logits, nsp_logits = model(batch["input_ids"], batch["segment_ids"],
-                                           batch["input_mask"], batch["masked_lm_positions"])
-            loss = pretraining_loss(mlm_logits, nsp_logits, batch["masked_lm_positions"],
-                                    batch["masked_lm_ids"], batch["next_sentence_labels"])
+            with runtime.autocast():
+                mlm_logits, nsp_logits = model(batch["input_ids"], batch["segment_ids"],
+                                               batch["input_mask"], batch["masked_lm_positions"])
+                loss = pretraining_loss(mlm_logits, nsp_logits, batch["masked_lm_positions"],
+                                        batch["masked_lm_ids"], batch["next_sentence_labels"])
             (loss / args.grad_accum_usteps).backward()
             running_loss += loss.detach() / args.grad_accum_usteps
             ustep += 1

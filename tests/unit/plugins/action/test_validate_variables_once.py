@@ -200,6 +200,8 @@ def test_role_rules_see_the_deployment_variables_through_the_action(tmp_path):
     them the deployment variables although the roles' specs do not declare them (a rule that never saw them passed)."""
     changes = {"trainium_kubernetes_version": "1.36", "volcano_version": "v1.15.1", "volcano_allow_unsupported_kubernetes": False,
                "trainium_node_pools": [{"name": "trn1", "instance_type": "trn2.48xlarge", "count": 2}],
+               # trn2 runs the native track: an image of its own (not checked by tag) instead of the inventory's XLA one.
+               "trainium_image": {"repository": "bert-pretrain-neuron", "tag": "0.1.0", "base_image": "registry.local:5000/team/torchneuron:2.14"},
                "neuron_device_plugin_instance_types": ["trn1.32xlarge"]}
     done = _playbook(tmp_path, RULES_PLAY, "-e", json.dumps(changes))
     output = done.stdout + done.stderr

@@ -59,6 +59,8 @@ BASELINE = {
 
 _DELETE = object()
 POOL = "trainium_node_pools.0"
+# A tag of the shape of TorchNeuron's training containers (Neuron 2.33: PyTorch 2.14, Python 3.14, Ubuntu 26.04).
+NATIVE_IMAGE = "registry.local:5000/neuron/pytorch-training-neuronx:2.14.0-neuronx-py314-sdk2.33.0-ubuntu26.04"
 
 
 def _variant(**changes):
@@ -143,9 +145,9 @@ BAD_INPUTS = [
     _case("lnc-2-on-trn1", {POOL + ".logical_nc_config": 2}, "trainium_node_pools[0].logical_nc_config",
           "1 for trn1.32xlarge, or unset for its default 1 (Neuron documentation, 'Logical NeuronCore configuration': "
           "LNC 2 exists on Trainium2 and later)"),
-    _case("lnc-4-on-trn2", {POOL + ".instance_type": "trn2.48xlarge", POOL + ".logical_nc_config": 4},
+    _case("lnc-4-on-trn2", {POOL + ".instance_type": "trn2.48xlarge", POOL + ".logical_nc_config": 4, "trainium_job.framework": "xla"},
           "trainium_node_pools[0].logical_nc_config", "1 or 2 for trn2.48xlarge, or unset for its default 2"),
-    _case("lnc-string", {POOL + ".instance_type": "trn2.48xlarge", POOL + ".logical_nc_config": "2"},
+    _case("lnc-string", {POOL + ".instance_type": "trn2.48xlarge", POOL + ".logical_nc_config": "2", "trainium_job.framework": "xla"},
           "trainium_node_pools[0].logical_nc_config", "1 or 2 for trn2.48xlarge"),
     _case("label-value-empty", {POOL + ".labels": {"team": ""}}, "trainium_node_pools[0].labels[team]",
           "a label value of 1-63 characters (EKS CreateNodegroup refuses an empty value)"),
@@ -190,6 +192,21 @@ BAD_INPUTS = [
     _case("image-tag-latest", {"trainium_image.tag": "latest"}, "trainium_image.tag", "'latest' is not allowed"),
     _case("image-tag-leading-dash", {"trainium_image.tag": "-rc1"}, "trainium_image.tag", "an image tag of 1-128 letters"),
     _case("image-tag-float", {"trainium_image.tag": 0.1}, "trainium_image.tag", "an image tag of 1-128"),
+    _case("native-on-trn1", {"trainium_job.framework": "native"}, "trainium_job.framework",
+          "xla on trn1.32xlarge, or unset for xla: TorchNeuron, the native track, runs on Trainium2 and Trainium3 only"),
+    _case("framework-unknown", {"trainium_job.framework": "jax"}, "trainium_job.framework", "one of xla, native"),
+    _case("xla-image-on-trn2", {POOL + ".instance_type": "trn2.48xlarge",
+                                "trainium_image.base_image": "public.ecr.aws/neuron/pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.29.1-ubuntu24.04"},
+          "trainium_image.base_image", "an image of TorchNeuron, the native track (Neuron SDK 2.33 or later, PyTorch 2.13 or later); "
+          "this one is PyTorch/XLA's (PyTorch 2.9, Neuron SDK 2.29)"),
+    _case("native-without-image", {POOL + ".instance_type": "trn2.48xlarge", "trainium_image.base_image": _DELETE},
+          "trainium_image.base_image", "the training container of TorchNeuron (Neuron 2.33 or later"),
+    _case("xla-on-sdk-2-30", {"trainium_image.base_image": "public.ecr.aws/neuron/pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.30.0-ubuntu24.04"},
+          "trainium_image.base_image", "an image of Neuron SDK 2.29 or earlier such as public.ecr.aws/neuron/pytorch-training-neuronx:"
+          "2.9.0-neuronx-py312-sdk2.29.1-ubuntu24.04 (PyTorch 2.9, Neuron SDK 2.30 given): 'Starting with Neuron Release 2.30.0"),
+    _case("native-image-on-xla", {"trainium_image.base_image": NATIVE_IMAGE}, "trainium_image.base_image",
+          "an image of the xla track such as public.ecr.aws/neuron/pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.29.1-ubuntu24.04; "
+          "this one is TorchNeuron's (PyTorch 2.14, Neuron SDK 2.33): set trainium_job.framework native to run it"),
     _case("base-image-without-tag", {"trainium_image.base_image": "public.ecr.aws/neuron/pytorch-training-neuronx"}, "trainium_image.base_image",
           "an image pinned by a version tag or a digest"),
     _case("base-image-port-without-tag", {"trainium_image.base_image": "registry.local:5000/neuron/pytorch"}, "trainium_image.base_image",
@@ -329,7 +346,11 @@ def test_duplicate_name_is_reported_once_per_extra_pool():
     pytest.param({"trainium_cluster_name": "T" + "x" * 39, POOL + ".name": "p" * 22, "trainium_job.node_pool": "p" * 22},
                  id="nodegroup-name-63-chars"),
     pytest.param({POOL + ".taints": []}, id="no-taints"),
-    pytest.param({POOL + ".instance_type": "trn2.48xlarge", POOL + ".logical_nc_config": 1}, id="trn2-lnc-1"),
+    pytest.param({POOL + ".instance_type": "trn2.48xlarge", POOL + ".logical_nc_config": 1, "trainium_job.framework": "xla"}, id="trn2-lnc-1"),
+    pytest.param({POOL + ".instance_type": "trn2.48xlarge", "trainium_image.base_image": NATIVE_IMAGE}, id="trn2-native-by-default"),
+    pytest.param({POOL + ".instance_type": "trn2.48xlarge", "trainium_job.framework": "native",
+                  "trainium_image.base_image": "registry.local:5000/team/torchneuron:2.14"}, id="trn2-native-own-image-not-checked"),
+    pytest.param({"trainium_job.framework": "xla", "trainium_image.base_image": _DELETE}, id="xla-track-image-by-default"),
     pytest.param({POOL + ".logical_nc_config": 1}, id="trn1-lnc-1"),
     pytest.param({"trainium_aws_endpoint_url": "http://127.0.0.1:5000"}, id="local-endpoint"),
     pytest.param({"trainium_aws_endpoint_url": ""}, id="aws-endpoint"),

@@ -135,11 +135,14 @@ def test_rules_are_registered_only_for_roles_the_stage_plan_runs():
      "trn_launch_template_ami_release: got 'latest' (str); allowed: 'recommended' or a published"),
     ("trn_launch_template", {"trn_launch_template_ami_id": "ami-xyz"}, "trn_launch_template_ami_id: got 'ami-xyz' (str); allowed: an AMI ID"),
     ("trn_launch_template", {"trn_launch_template_ami_release": "recommended"},
-     "trn_launch_template_ami_release: got 'recommended' (str); allowed: a release from v20260409 up to, not including, v20260714, "
+     "trn_launch_template_ami_release: got 'recommended' (str); allowed: a release from v20250920 up to, not including, v20260714, "
      "such as amazon-eks-node-al2023-x86_64-neuron-<version>-v20260610, or a base image of SDK 2.31 or later: today's recommended "
      "release ships Neuron driver 2.29 or later, and driver 2.29 needs the Neuron runtime of SDK 2.31 or later and "
-     "trainium_image.base_image is SDK 2.30 (Neuron release notes)"),
-    ("trn_launch_template", {"trn_launch_template_ami_release": "amazon-eks-node-al2023-x86_64-neuron-1.35-v20251120"},
+     "trainium_image.base_image is SDK 2.29 (Neuron release notes)"),
+    # The last DLC of the XLA line (SDK 2.30), whose runtime needs driver 2.27 or later.
+    ("trn_launch_template", {"trn_launch_template_ami_release": "amazon-eks-node-al2023-x86_64-neuron-1.35-v20251120",
+                             "trainium_image": {"repository": "bert-pretrain-neuron", "tag": "0.1.0", "base_image":
+                                                "public.ecr.aws/neuron/pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.30.0-ubuntu24.04"}},
      "trn_launch_template_ami_release: got 'amazon-eks-node-al2023-x86_64-neuron-1.35-v20251120' (str); allowed: a release from "
      "v20260409 up to, not including, v20260714"),
     ("trn_launch_template", {"trn_launch_template_root_volume_iops": 100},
