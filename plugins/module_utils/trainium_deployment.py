@@ -13,6 +13,7 @@ variable, the value it had and what is allowed.
 
 from __future__ import annotations
 
+import os
 import re
 
 from ansible_collections.trainium.eks.plugins.module_utils import trainium_tracks as tracks
@@ -267,6 +268,8 @@ def _validate_track(errors, job, pools, image):
             errors.add("trainium_job.framework", framework, problem)
             return
     framework = tracks.job_framework(job, pools)
+    if isinstance(job.get("workload"), dict) and job["workload"].get("image") is not None:
+        return  # An image of the user's own: nothing is built on a base image.
     if not isinstance(image, dict) or not (image.get("base_image") is None or isinstance(image.get("base_image"), str)):
         return
     if image.get("base_image") is not None and not PINNED_IMAGE_RE.match(image["base_image"]):
@@ -301,7 +304,75 @@ def _validate_job(errors, job, pool_names):
         errors.check_int("trainium_job.steps_this_run", job["steps_this_run"], *INT_RANGES["trainium_job.steps_this_run"])
     errors.check_choice("trainium_job.precision", job.get("precision", "bf16"), PRECISIONS)
     errors.check_choice("trainium_job.rdzv_backend", job.get("rdzv_backend", "etcd"), RDZV_BACKENDS)
+    _validate_workload(errors, job.get("workload"))
     _validate_job_run(errors, job)
+
+
+# An image pinned by its digest (what a prebuilt workload image must be: the pods run images by digest).
+DIGEST_IMAGE_RE = re.compile(r"^[a-z0-9.-]+(?::[0-9]+)?/[a-z0-9._/-]+(?::[A-Za-z0-9_][A-Za-z0-9._-]{0,127})?@sha256:[0-9a-f]{64}$")
+# A workload script's path: plain characters only (it is written into the Containerfile's label and the command line).
+WORKLOAD_SCRIPT_RE = re.compile(r"^[A-Za-z0-9._/-]{1,255}$")
+# Build files the collection does not build from yet: a workload context is a script and its requirements.txt.
+CONTAINERFILES = ("Containerfile", "Dockerfile")
+
+
+def _context_problems(directory):
+    """What a workload context may not hold, as (what, [paths relative to it]): symbolic links (the build would copy
+    what they point to) and hidden files and directories (.git, .aws, .env: credentials go into no image)."""
+    links, hidden = [], []
+    for root, dirs, files in os.walk(directory):
+        for name in dirs + files:
+            path = os.path.relpath(os.path.join(root, name), directory)
+            if os.path.islink(os.path.join(root, name)):
+                links.append(path)
+            elif name.startswith("."):
+                hidden.append(path)
+        dirs[:] = [name for name in dirs if not name.startswith(".")]
+    return [(what, sorted(paths)) for what, paths in (("symbolic links", links), ("hidden files or directories", hidden)) if paths]
+
+
+def _validate_workload(errors, workload):
+    """trainium_job.workload (docs/training.md, "Your own workload"): one source, a script that is there, a pattern that
+    compiles. Reads the controller's files: the validation pass runs there."""
+    base = "trainium_job.workload"
+    if workload is None or not errors.check_mapping(base, workload):
+        return
+    context, image, script = workload.get("context"), workload.get("image"), workload.get("script")
+    if isinstance(script, str) and not WORKLOAD_SCRIPT_RE.fullmatch(script):
+        errors.add(f"{base}.script", script, "a path of letters, digits, '.', '_', '-' and '/' (it goes into the image's "
+                   "label and the pods' command line)")
+        script = None
+    if (context is None) == (image is None):
+        errors.add(base, sorted(key for key in ("context", "image") if workload.get(key) is not None),
+                   "exactly one of context (a directory to build from) and image (an image pinned by digest)")
+    elif image is not None:
+        errors.check_re(f"{base}.image", image, DIGEST_IMAGE_RE, "an image pinned by digest, registry/name@sha256:<64 hex digits>")
+        if isinstance(script, str) and not script.startswith("/"):
+            errors.add(f"{base}.script", script, "the script's absolute path in trainium_job.workload.image")
+    elif isinstance(context, str):
+        directory = os.path.realpath(os.path.expanduser(context))
+        if not os.path.isdir(directory):
+            errors.add(f"{base}.context", context, "a directory on the controller with the script (and a requirements.txt)")
+        elif any(os.path.exists(os.path.join(directory, name)) for name in CONTAINERFILES):
+            errors.add(f"{base}.context", context, "a directory without a Containerfile or Dockerfile: the collection builds "
+                       "the script and requirements.txt on the track's base image; an image of your own goes in workload.image")
+        elif directory in ("/", os.path.realpath(os.path.expanduser("~"))) or os.path.expanduser("~").startswith(directory + os.sep):
+            errors.add(f"{base}.context", context, "a directory of the workload alone, not / or your home directory or above it "
+                       "(every file of it goes into the image)")
+        elif _context_problems(directory):
+            errors.add(f"{base}.context", context, "a directory without symbolic links or hidden files (every file of it goes into "
+                       "the image: a link would take a file from elsewhere, and .git, .aws or .env hold credentials); found: "
+                       + "; ".join(f"{what} {', '.join(paths[:3])}" for what, paths in _context_problems(directory)))
+        elif isinstance(script, str):
+            inside = os.path.realpath(os.path.join(directory, script))
+            if script.startswith("/") or not inside.startswith(directory + os.sep) or not os.path.isfile(inside):
+                errors.add(f"{base}.script", script, f"the path of a file inside {context} (relative to it)")
+    pattern = workload.get("progress_regex")
+    if pattern is not None:
+        try:
+            re.compile(pattern)
+        except (re.error, TypeError) as err:
+            errors.add(f"{base}.progress_regex", pattern, f"a Python regular expression ({err})")
 
 
 def _validate_job_run(errors, job):

@@ -109,6 +109,8 @@ ADDITIONS = (
     "<job>-<uid>); each needs a new rendezvous, because a finished or failed run closed its own in etcd for the 2 h "
     "its run keys live",
     COMPACT,
+    "a '$' in the script's arguments is written '$$' (the kubelet expands $(NAME) in a command and makes '$$' one '$'): "
+    "the arguments reach the script as given",
     "on the native track (framework native, TorchNeuron), which TorchX's component does not know: no XLA variables "
     "(XLA_TRANSFER_SEED_ASYNC, XLA_DOWNCAST_BF16), and after TRANSFORMERS_CACHE the env TRAINIUM_EKS_FRAMEWORK=native "
     "and, with bf16, NEURON_RT_STOCHASTIC_ROUNDING_EN=1 and TRAINIUM_EKS_BF16=1 (trainium_tracks.environment)",
@@ -235,6 +237,11 @@ def problems(params):
         found.append(f"mode: got 'precompile' with framework {framework!r}; allowed: train (neuron_parallel_compile is "
                      "PyTorch/XLA's tool; TorchNeuron compiles on first use)")
     found.extend(f"{name}: got {value!r}; allowed: {allowed}" for name, value, allowed in pod_option_problems(params))
+    if params.get("progress_regex") is not None:
+        try:
+            re.compile(params["progress_regex"])
+        except re.error as err:
+            found.append(f"progress_regex: got {params['progress_regex']!r}; allowed: a Python regular expression ({err})")
     if params.get("env"):
         found.extend(f"env: {key!r} is not a valid variable name" for key in params["env"] if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", str(key)))
     return found
@@ -273,7 +280,8 @@ def launcher_line(params, rdzv_id, compact=False):
     # The component quotes its words with the app-id macro still in them, then TorchX substitutes it.
     line = " ".join(shlex.quote(word) for word in words).replace(
         shlex.quote("${app_id}"), f"'{rdzv_id}'{RDZV_SUFFIX}")
-    rest = shlex.join(script_args(params))
+    # The kubelet expands $(NAME) in a command and makes "$$" one "$": written "$$", a "$" reaches the script as given.
+    rest = shlex.join(script_args(params)).replace("$", "$$")
     return f"{line} {rest}"
 
 
@@ -583,11 +591,25 @@ def failed_pods(pods):
     return sorted(found, key=lambda f: f["finished"])
 
 
-def last_log_line(text, containing=""):
-    """The last rank-0 ``LOG ...`` line of a log tail (that also contains ``containing``)."""
+# A progress line is matched and shown at this length at most: a pod's line (a printed tensor, a JSON blob) can be
+# megabytes, and a pattern such as ".*loss.*" takes time in proportion to its square.
+PROGRESS_LINE_MAX = 2048
+# Terminal control characters (C0 but tab, DEL, C1): a pod's line is printed on the controller's terminal.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def last_log_line(text, containing="", pattern=None):
+    """The last rank-0 ``LOG ...`` line of a log tail (that also contains ``containing``); with ``pattern`` (a
+    workload's progress_regex), the last line the pattern finds anything in (its first PROGRESS_LINE_MAX characters),
+    from where the match starts (torchrun's --tee prefix, "[default0]:", goes). Without terminal control characters."""
     for line in reversed((text or "").splitlines()):
-        if "LOG " in line and containing in line:
-            return line[line.index("LOG "):].strip()
+        if pattern is not None:
+            line = line[:PROGRESS_LINE_MAX]
+            found = re.search(pattern, line)
+            if found:
+                return _CONTROL.sub("", line[found.start():]).strip()
+        elif "LOG " in line and containing in line:
+            return _CONTROL.sub("", line[line.index("LOG "):]).strip()
     return None
 
 
@@ -770,10 +792,12 @@ def status(api, params, check_mode=False, job=None):
     for pod in log_candidates(pods):
         text, error = api.log(namespace, pod["metadata"]["name"], max(int(params.get("log_lines") or 20), 200))
         summary["log_error"] = summary["log_error"] or error
-        line = last_log_line(text)
+        pattern = params.get("progress_regex")
+        line = last_log_line(text, pattern=pattern)
         if line:
             # The last step's figures, also when the run has logged its end after them.
-            summary["last_log"], summary["last_step_log"], summary["log_error"] = line, last_log_line(text, " step_loss "), None
+            step_line = line if pattern is not None else last_log_line(text, " step_loss ")
+            summary["last_log"], summary["last_step_log"], summary["log_error"] = line, step_line, None
             break
     if summary["failed_pods"]:
         summary["failed_pods"] = _cause_first(api, namespace, summary["failed_pods"], int(params.get("log_lines") or 20))

@@ -284,6 +284,14 @@ options:
       - Log lines of a failed pod in the failure message.
     type: int
     default: 20
+  progress_regex:
+    description:
+      - A Python regular expression for the progress lines of a workload of your own; the last line of rank 0's log
+        tail it finds something in (its first 2048 characters) is the progress line (C(status.last_log)), from where
+        the match starts. torchrun's C(--tee) puts C([default<rank>]:) before each line - do not anchor with C(^).
+        Unset, the last line with C(LOG ), as the built-in workload prints them.
+    type: str
+    version_added: 0.5.0
 notes:
   - Needs RBAC to get, create and delete C(jobs.batch.volcano.sh), list pods, events and C(podgroups.scheduling.volcano.sh),
     read C(pods/log), and get, create and patch ConfigMaps in O(namespace).
@@ -462,6 +470,7 @@ ARGUMENT_SPEC = dict(
     report_every=dict(type="float", default=30),
     pending_timeout=dict(type="float", default=60),
     log_lines=dict(type="int", default=20),
+    progress_regex=dict(type="str"),
     kubeconfig=dict(type="path"),
     context=dict(type="str"),
 )

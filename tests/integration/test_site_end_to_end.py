@@ -586,31 +586,13 @@ def check_training_faults(run_playbook, kube, kubeconfig, local_vars):
     pod fails shows that pod's last log lines."""
     # One worker's death fails both pods (the peer's agent gives up its rendezvous too), and Volcano may count
     # each as a restart: room for several, so that the test is about resuming, not about how Volcano counts.
-    # 70 steps: the kill lands at step 25 or a few later (the loop below reads the logs about once a second, a
+    # 70 steps: the kill lands at step 25 or a few later (run_killing_a_worker reads the logs about once a second, a
     # step takes 0.3-0.6 s on the rehearsal), well before the end; every step more is CPU the suite waits for.
     job = dict(local_vars["trainium_job"], name="bert-resume", max_steps=70, checkpoint_steps=10, max_retry=10)
     namespace = job["namespace"]
     args = run_args(kubeconfig) + ["--tags", "train"]
-    runs = {}
-    worker = threading.Thread(target=lambda: runs.update(
-        resume=run_playbook(TRAINING, args=args + ["-e", json.dumps({"trainium_job": job})], timeout=600)))
-    worker.start()
-    try:
-        killed_at = None
-        for attempt in range(240):  # pylint: disable=unused-variable
-            steps = steps_of(job_logs(kube, namespace, job["name"]))
-            if steps and steps[-1][0] >= 25:
-                killed_at = steps[-1][0]
-                break
-            worker.join(timeout=1)
-        assert killed_at, "the run never reached step 25"
-        print(kube.fault("kill-worker", namespace, f"{job['name']}-role1-0-0"))
-    finally:
-        worker.join(timeout=660)
-    resume = runs["resume"]
-    assert resume.rc == 0, resume
-    vcjob = kube.json("-n", namespace, "get", "jobs.batch.volcano.sh", job["name"])
-    assert vcjob["status"]["state"]["phase"] == "Completed" and vcjob["status"].get("retryCount", 0) >= 1, vcjob["status"]
+    resume, killed_at = run_killing_a_worker(run_playbook, kube, job, args + ["-e", json.dumps({"trainium_job": job})],
+                                             lambda logs: [found for found, _loss in steps_of(logs)], at=25)
     logs = "\n".join(job_logs(kube, namespace, job["name"]).values())
     resumed = re.search(r"LOG resuming from \S+ckpt_(\d+)\.pt at step (\d+)", logs)
     assert resumed and resumed[1] == resumed[2], logs[-3000:]
@@ -627,6 +609,141 @@ def check_training_faults(run_playbook, kube, kubeconfig, local_vars):
     assert "unrecognized arguments: --no_such_flag" in failed.output, failed.output[-3000:]
     for name in (job["name"], broken["name"]):
         kube.kubectl("-n", namespace, "delete", "jobs.batch.volcano.sh", name, "--wait=true")
+
+
+# A workload that no file of the collection knows (docs/training.md, "Your own workload"): linear regression over
+# torch.distributed, its own progress lines, a checkpoint every 5 steps under TRAINIUM_CHECKPOINT_DIR, resumed from.
+OWN_TRAIN_PY = """\
+import argparse
+import os
+import time
+
+import torch
+import torch.distributed as dist
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--lr", type=float, required=True)
+    parser.add_argument("--sleep", type=float, default=0.0)
+    args = parser.parse_args()
+    dist.init_process_group("gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    max_steps = int(os.environ["TRAINIUM_MAX_STEPS"])
+    path = os.path.join(os.environ["TRAINIUM_CHECKPOINT_DIR"], "last.pt")
+    torch.manual_seed(int(os.environ["TRAINIUM_SEED"]))
+    model = torch.nn.Linear(4, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr)
+    step = 0
+    if os.path.exists(path):
+        state = torch.load(path, weights_only=True)
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        step = state["step"]
+        if rank == 0:
+            print(f"own-progress resumed from step {step}", flush=True)
+    for param in model.parameters():
+        dist.broadcast(param.data, 0)
+    data = torch.Generator().manual_seed(1000 * step + rank)
+    weights = torch.arange(1.0, 5.0)
+    while step < max_steps:
+        x = torch.randn(32, 4, generator=data)
+        loss = torch.nn.functional.mse_loss(model(x).squeeze(1), x @ weights + 0.5)
+        optimizer.zero_grad()
+        loss.backward()
+        for param in model.parameters():
+            dist.all_reduce(param.grad)
+            param.grad /= world
+        optimizer.step()
+        step += 1
+        mean = loss.detach().clone()
+        dist.all_reduce(mean)
+        if rank == 0:
+            print(f"own-progress step {step}/{max_steps} loss {mean.item() / world:.4f} world {world}", flush=True)
+            if step % 5 == 0:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step}, path + ".tmp")
+                os.replace(path + ".tmp", path)
+        dist.barrier()
+        time.sleep(args.sleep)
+    if rank == 0:
+        print(f"own-progress done {step}", flush=True)
+    dist.destroy_process_group()
+
+
+main()
+"""
+OWN_STEP = re.compile(r"own-progress step (\d+)/\d+ loss ([0-9.]+) world (\d+)")
+
+
+def check_own_workload(run_playbook, kube, kubeconfig, local_vars, tmp):
+    """A directory with train.py and requirements.txt as trainium_job.workload: built into an image of its own, run on
+    2 nodes x 2 workers, a worker killed mid-run, resumed from the script's checkpoint to Completed, its progress lines
+    shown by the wait."""
+    context = tmp / "own-workload"
+    context.mkdir()
+    (context / "train.py").write_text(OWN_TRAIN_PY, encoding="utf-8")
+    (context / "requirements.txt").write_text("# nothing beyond the base image's torch\n", encoding="utf-8")
+    job = dict(local_vars["trainium_job"], name="own-linear", max_steps=40, max_retry=10,
+               workload={"context": str(context), "script": "train.py", "args": ["--lr", "0.05", "--sleep", "0.2"],
+                         "progress_regex": r"own-progress (step|resumed|done) "})
+    namespace = job["namespace"]
+    args = run_args(kubeconfig) + ["--tags", "image,precompile,train", "-e", json.dumps({"trainium_job": job})]
+    try:
+        _run_own_workload(run_playbook, kube, job, args)
+    finally:
+        # Its pods hold the shared volume's claim: left behind, they would stop the teardown's claim deletion.
+        kube.kubectl("-n", namespace, "delete", "jobs.batch.volcano.sh", job["name"], "--ignore-not-found", "--wait=true")
+
+
+def run_killing_a_worker(run_playbook, kube, job, args, steps, at):
+    """The training stage run for ``job`` in a thread, a worker of its first pod killed once ``steps(logs)`` reaches
+    ``at``: (the run's result, the step the kill came at), once the run passed and its Volcano Job completed after
+    a restart."""
+    namespace = job["namespace"]
+    runs = {}
+    worker = threading.Thread(target=lambda: runs.update(run=run_playbook(TRAINING, args=args, timeout=600)))
+    worker.start()
+    try:
+        killed_at = None
+        for attempt in range(240):  # pylint: disable=unused-variable
+            found = steps(job_logs(kube, namespace, job["name"]))
+            if found and found[-1] >= at:
+                killed_at = found[-1]
+                break
+            worker.join(timeout=1)
+        assert killed_at, f"the run never reached step {at}"
+        print(kube.fault("kill-worker", namespace, f"{job['name']}-role1-0-0"))
+    finally:
+        worker.join(timeout=660)
+    result = runs["run"]
+    assert result.rc == 0, result
+    vcjob = kube.json("-n", namespace, "get", "jobs.batch.volcano.sh", job["name"])
+    assert vcjob["status"]["state"]["phase"] == "Completed" and vcjob["status"].get("retryCount", 0) >= 1, vcjob["status"]
+    return result, killed_at
+
+
+def _run_own_workload(run_playbook, kube, job, args):
+    namespace = job["namespace"]
+    own, killed_at = run_killing_a_worker(
+        run_playbook, kube, job, args, lambda logs: [int(m[1]) for text in logs.values() for m in OWN_STEP.finditer(text)], at=10)
+    text = " ".join(own.output.split())
+    assert "trainium_job.workload is your own script: the precompile run is the built-in workload's" in text, own.output[-3000:]
+    assert re.search(r"own-progress step \d+/40 loss [0-9.]+ world 4", own.output), own.output[-3000:]
+    vcjob = kube.json("-n", namespace, "get", "jobs.batch.volcano.sh", job["name"])
+    container = vcjob["spec"]["tasks"][0]["template"]["spec"]["containers"][0]
+    env = {item["name"]: item.get("value") for item in container["env"]}
+    assert env["TRAINIUM_CHECKPOINT_DIR"] == "/data/output/own-linear/checkpoints" and env["TRAINIUM_MAX_STEPS"] == "40"
+    assert "/opt/trainium-eks/train.py --lr 0.05 --sleep 0.2" in " ".join(container["command"]), container["command"]
+    logs = "\n".join(job_logs(kube, namespace, job["name"]).values())
+    resumed = re.search(r"own-progress resumed from step (\d+)", logs)
+    # From a checkpoint of the killed run: neither from the start nor from the end (a step or two may pass between the
+    # log read that saw killed_at and the kill).
+    assert resumed and 5 <= int(resumed[1]) < 40 and int(resumed[1]) % 5 == 0, (logs[-3000:], killed_at)
+    assert re.search(rf"own-progress step {int(resumed[1]) + 1}/40 ", logs), logs[-3000:]
+    assert "own-progress done 40" in logs
+    losses = [float(m[2]) for m in OWN_STEP.finditer(logs)]
+    assert losses[-1] < 0.5 * losses[0], losses
 
 
 @dataclasses.dataclass
@@ -806,6 +923,11 @@ def test_the_training_stage_alone_writes_only_the_kubeconfig(step):
         f"trainium.eks.eks_cluster : Write the kubeconfig (exec credential plugin, no token inside) - {CLUSTER}"], again.changed_tasks
     assert oct(os.stat(fresh).st_mode & 0o777) == "0o600" and "token:" not in fresh.read_text(encoding="utf-8")
     assert "skipped (cache set complete)" in " ".join(again.output.split()), again.output[-3000:]
+
+
+def test_an_own_workload_is_built_runs_resumes_after_a_killed_worker_and_shows_its_progress(step, kube, local_vars):
+    with step.kube_lock():
+        check_own_workload(step.run, kube, step.kubeconfig, local_vars, step.tmp)
 
 
 def test_a_killed_worker_resumes_and_a_failing_pod_is_shown(step, kube, local_vars):
