@@ -272,7 +272,7 @@ def _validate_track(errors, job, pools, image):
         return  # An image of the user's own: nothing is built on a base image.
     if not isinstance(image, dict) or not (image.get("base_image") is None or isinstance(image.get("base_image"), str)):
         return
-    if image.get("base_image") is not None and not PINNED_IMAGE_RE.match(image["base_image"]):
+    if image.get("base_image") is not None and not PINNED_IMAGE_RE.fullmatch(image["base_image"]):
         return
     problem = tracks.base_image_problem(framework, image)
     if problem:
@@ -351,18 +351,21 @@ def _validate_workload(errors, workload):
             errors.add(f"{base}.script", script, "the script's absolute path in trainium_job.workload.image")
     elif isinstance(context, str):
         directory = os.path.realpath(os.path.expanduser(context))
+        home = os.path.realpath(os.path.expanduser("~"))
+        too_wide = directory in ("/", home) or home.startswith(directory + os.sep)
+        found = _context_problems(directory) if os.path.isdir(directory) and not too_wide else []
         if not os.path.isdir(directory):
             errors.add(f"{base}.context", context, "a directory on the controller with the script (and a requirements.txt)")
         elif any(os.path.exists(os.path.join(directory, name)) for name in CONTAINERFILES):
             errors.add(f"{base}.context", context, "a directory without a Containerfile or Dockerfile: the collection builds "
                        "the script and requirements.txt on the track's base image; an image of your own goes in workload.image")
-        elif directory in ("/", os.path.realpath(os.path.expanduser("~"))) or os.path.expanduser("~").startswith(directory + os.sep):
+        elif too_wide:
             errors.add(f"{base}.context", context, "a directory of the workload alone, not / or your home directory or above it "
                        "(every file of it goes into the image)")
-        elif _context_problems(directory):
+        elif found:
             errors.add(f"{base}.context", context, "a directory without symbolic links or hidden files (every file of it goes into "
                        "the image: a link would take a file from elsewhere, and .git, .aws or .env hold credentials); found: "
-                       + "; ".join(f"{what} {', '.join(paths[:3])}" for what, paths in _context_problems(directory)))
+                       + "; ".join(f"{what} {', '.join(paths[:3])}" for what, paths in found))
         elif isinstance(script, str):
             inside = os.path.realpath(os.path.join(directory, script))
             if script.startswith("/") or not inside.startswith(directory + os.sep) or not os.path.isfile(inside):
