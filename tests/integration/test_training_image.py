@@ -192,7 +192,7 @@ def test_the_rehearsal_base_image_is_debian_busybox(rehearsal):
     base = rehearsal["TRAINIUM_REHEARSAL_BASE_IMAGE"]
     repository, tag = base.split("/", 1)[1].rsplit(":", 1)
     assert repository == "rehearsal/debian-base" and tag.startswith("bookworm-busybox-1."), base
-    # It stands in for the Neuron DLC of SDK 2.30 and says so, as a DLC's tag does (the validation reads it).
+    # It stands in for the Neuron DLC of SDK 2.29 (the xla track's) and says so, as a DLC's tag does (the validation reads it).
     assert tag.endswith("-standin-sdk2.29.1"), base
     status, manifest = registry.get(f"/v2/{repository}/manifests/{tag}")
     assert status == 200 and len(manifest["layers"]) == 1
