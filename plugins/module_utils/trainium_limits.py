@@ -253,7 +253,8 @@ NEURON_AMI_RELEASE_RE = re.compile(r"-v(\d{8})$")
 NEURON_IMAGE_SDK_RE = re.compile(r"[-_]sdk(\d+)\.(\d+)(?:\.\d+)*(?:[-_]|$)")
 
 
-def _dotted(pair):
+def dotted(pair):
+    """(2, 29) as '2.29'."""
     return ".".join(str(part) for part in pair)
 
 
@@ -274,12 +275,16 @@ def ami_neuron_driver(release):
     return known[-1] if known else OLDER_THAN_TABLE
 
 
+def image_tag(image):
+    """The tag of an image reference ('' without one; a digest does not count)."""
+    name = str(image or "").split("@", 1)[0].rsplit("/", 1)[-1]
+    return name.split(":", 1)[1] if ":" in name else ""
+
+
 def image_neuron_sdk(image):
     """(major, minor) of the Neuron SDK that a Neuron Deep Learning Container's tag names (...:2.9.0-neuronx-py312-sdk2.30.0-...);
     the repository's name and a digest do not count."""
-    name = str(image or "").split("@", 1)[0].rsplit("/", 1)[-1]
-    tag = name.split(":", 1)[1] if ":" in name else ""
-    match = NEURON_IMAGE_SDK_RE.search("-" + tag)
+    match = NEURON_IMAGE_SDK_RE.search("-" + image_tag(image))
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 
@@ -294,17 +299,17 @@ def neuron_driver_problem(release, image):
     if (lowest is None or driver >= lowest) and (too_new is None or driver < too_new):
         return None
     what = "today's recommended release" if release == "recommended" else release
-    shipped = (f"a Neuron driver older than {_dotted(NEURON_AMI_DRIVERS[0][1])}" if driver == OLDER_THAN_TABLE
-               else f"Neuron driver {_dotted(driver)}{' or later' if release == 'recommended' else ''}")
+    shipped = (f"a Neuron driver older than {dotted(NEURON_AMI_DRIVERS[0][1])}" if driver == OLDER_THAN_TABLE
+               else f"Neuron driver {dotted(driver)}{' or later' if release == 'recommended' else ''}")
     if lowest is not None and driver < lowest:
-        why = f"the Neuron runtime of trainium_image.base_image (SDK {_dotted(sdk)}) needs driver {_dotted(lowest)} or later"
+        why = f"the Neuron runtime of trainium_image.base_image (SDK {dotted(sdk)}) needs driver {dotted(lowest)} or later"
     else:
         sdk_min = next(sdk_min for driver_from, sdk_min in NEURON_DRIVER_MIN_SDK if driver_from == too_new)
-        why = (f"driver {_dotted(too_new)} needs the Neuron runtime of SDK {_dotted(sdk_min)} or later "
-               f"and trainium_image.base_image is SDK {_dotted(sdk)}")
+        why = (f"driver {dotted(too_new)} needs the Neuron runtime of SDK {dotted(sdk_min)} or later "
+               f"and trainium_image.base_image is SDK {dotted(sdk)}")
     dates = [date for date, found in NEURON_AMI_DRIVERS if (lowest is None or found >= lowest) and (too_new is None or found < too_new)]
     end = next((date for date, found in NEURON_AMI_DRIVERS if too_new is not None and found >= too_new), None)
     window = (f"a release from v{dates[0]}" if dates else "no AL2023 Neuron release") + (f" up to, not including, v{end}" if end and dates else "")
     example = f", such as amazon-eks-node-al2023-x86_64-neuron-<version>-v{dates[-1]}" if dates else ""
-    newer = f", or a base image of SDK {_dotted(next(m for f, m in NEURON_DRIVER_MIN_SDK if f == too_new))} or later" if too_new else ""
+    newer = f", or a base image of SDK {dotted(next(m for f, m in NEURON_DRIVER_MIN_SDK if f == too_new))} or later" if too_new else ""
     return f"{window}{example}{newer}: {what} ships {shipped}, and {why} (Neuron release notes)"

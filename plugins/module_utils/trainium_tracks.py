@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.trainium.eks.plugins.module_utils.trainium_limits import image_neuron_sdk, instance_family
+from ansible_collections.trainium.eks.plugins.module_utils.trainium_limits import dotted, image_neuron_sdk, image_tag, instance_family
 
 XLA = "xla"
 NATIVE = "native"
@@ -48,10 +48,6 @@ DEVICES = {XLA: "xla", NATIVE: "neuron"}
 FRAMEWORK_ENV = "TRAINIUM_EKS_FRAMEWORK"
 # A Neuron Deep Learning Container's tag: <torch version>-neuronx-py<python>-sdk<Neuron SDK>-<os>.
 DLC_TORCH_RE = re.compile(r"^(\d+)\.(\d+)(?:\.\d+)*-neuronx-")
-
-
-def _dotted(pair):
-    return ".".join(str(part) for part in pair)
 
 
 def frameworks(instance_type):
@@ -80,9 +76,7 @@ def framework_problem(framework, instance_type):
 
 def image_torch(image):
     """(major, minor) of the PyTorch that a Neuron Deep Learning Container's tag names (2.9.0-neuronx-...), else None."""
-    name = str(image or "").split("@", 1)[0].rsplit("/", 1)[-1]
-    tag = name.split(":", 1)[1] if ":" in name else ""
-    match = DLC_TORCH_RE.match(tag)
+    match = DLC_TORCH_RE.match(image_tag(image))
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 
@@ -115,16 +109,16 @@ def base_image_problem(framework, image):
     track, sdk, torch = image_framework(given), image_neuron_sdk(given), image_torch(given)
     if track is None:
         return None
-    shown = ", ".join(part for part in (f"PyTorch {_dotted(torch)}" if torch else "", f"Neuron SDK {_dotted(sdk)}" if sdk else "") if part)
+    shown = ", ".join(part for part in (f"PyTorch {dotted(torch)}" if torch else "", f"Neuron SDK {dotted(sdk)}" if sdk else "") if part)
     if framework == XLA and track == NATIVE:
         return (f"an image of the xla track such as {XLA_BASE_IMAGE}; this one is TorchNeuron's ({shown}): "
                 "set trainium_job.framework native to run it")
     if framework == XLA and sdk is not None and sdk > XLA_LAST_SDK:
-        return (f"an image of Neuron SDK {_dotted(XLA_LAST_SDK)} or earlier such as {XLA_BASE_IMAGE} ({shown} given): "
+        return (f"an image of Neuron SDK {dotted(XLA_LAST_SDK)} or earlier such as {XLA_BASE_IMAGE} ({shown} given): "
                 "'Starting with Neuron Release 2.30.0, PyTorch/XLA is no longer supported for training' (Neuron announcement)")
     if framework == NATIVE and track == XLA:
-        return (f"an image of TorchNeuron, the native track (Neuron SDK {_dotted(NATIVE_FIRST_SDK)} or later, "
-                f"PyTorch {_dotted(NATIVE_FIRST_TORCH)} or later); this one is PyTorch/XLA's ({shown})")
+        return (f"an image of TorchNeuron, the native track (Neuron SDK {dotted(NATIVE_FIRST_SDK)} or later, "
+                f"PyTorch {dotted(NATIVE_FIRST_TORCH)} or later); this one is PyTorch/XLA's ({shown})")
     return None
 
 
